@@ -1,0 +1,5 @@
+"""Frontera backend: :class:`~.backend.LinkRankBackend` and its components."""
+
+from .backend import LinkRankBackend
+
+__all__ = ["LinkRankBackend"]

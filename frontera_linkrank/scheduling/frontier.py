@@ -1,0 +1,165 @@
+"""The set of pages waiting to be fetched, their leases and retry waits.
+
+A page is in exactly one of: *queued* (waiting, in the priority queue),
+*waiting a retry* (its last fetch failed), *leased* (handed to the crawler)
+or *done* (crawled or given up; it left the frontier). The page state
+stored in the database is ``UNFETCHED`` for the first two, ``LEASED`` for
+the third; this module keeps the in-memory side: the queue, the deadlines
+and the counts that make ``finished()`` cheap.
+"""
+
+import collections
+import math
+
+import numpy as np
+
+from ..storage.vertices import LEASED, UNFETCHED
+from .queue import BestFirstQueue
+
+
+class Frontier:
+    """Queue, leases and retries of the pages of ``table``.
+
+    Parameters
+    ----------
+    table : VertexTable
+        Page arrays (``state``, ``lease``, ``host`` are used).
+    priority : callable(idx ndarray) -> ndarray of float
+        Current keys of pages (higher is fetched first).
+    host_class : callable(host id) -> 0 or 1
+        Class of a host for :class:`BestFirstQueue` offsets.
+    """
+
+    def __init__(self, table, priority, host_class=lambda h: 0):
+        self.table = table
+        self.priority = priority
+        self.host_class = host_class
+        self._key = np.full(1024, np.nan)  # key of the live queue entry; nan: not queued
+        self.queue = BestFirstQueue(self._is_live)
+        self.leases = collections.deque()  # (lease time, page), in time order
+        self.retries = collections.deque()  # (ready time, page), in time order
+        self._waiting = set()  # pages in self.retries
+        self.n_queued = 0
+        self.n_leased = 0
+        self._classes = {}
+
+    def _is_live(self, page, key):
+        return self._key[page] == key and self.table.state[page] == UNFETCHED
+
+    def _ensure(self, n):
+        if n > len(self._key):
+            grown = np.full(max(n, 2 * len(self._key)), np.nan)
+            grown[: len(self._key)] = self._key
+            self._key = grown
+
+    def _classify(self, hosts):
+        for h in set(hosts.tolist()) - self._classes.keys():
+            c = self.host_class(h)
+            self._classes[h] = c
+            self.queue.set_host_class(h, c)
+
+    # -- entering the queue --------------------------------------------------------
+    def rebuild(self):
+        """Queue every ``UNFETCHED`` page afresh (at open, after a ranking)."""
+        t = self.table
+        n = t.n
+        self._ensure(n)
+        self._key[:] = np.nan
+        pages = np.flatnonzero(t.state[:n] == UNFETCHED)
+        if self._waiting:
+            pages = np.setdiff1d(pages, np.fromiter(self._waiting, np.int64), assume_unique=True)
+        keys = self.priority(pages).astype(np.float64)
+        hosts = t.host[pages].astype(np.int64)
+        self._classes = {}
+        self._classify(hosts)
+        self.queue.rebuild(pages, hosts, keys)
+        self._key[pages] = keys
+        self.n_queued = len(pages)
+        self.n_leased = int((t.state[:n] == LEASED).sum())
+
+    def offer(self, pages):
+        """(Re)queue ``UNFETCHED`` pages among ``pages`` whose key rose."""
+        t = self.table
+        self._ensure(t.n)
+        pages = np.asarray(pages, np.int64)
+        pages = pages[t.state[pages] == UNFETCHED]
+        if self._waiting and len(pages):
+            pages = pages[~np.isin(pages, np.fromiter(self._waiting, np.int64))]
+        if not len(pages):
+            return
+        keys = self.priority(pages).astype(np.float64)
+        old = self._key[pages]
+        new = np.isnan(old)
+        up = new | (keys > old)
+        pages, keys = pages[up], keys[up]
+        if not len(pages):
+            return
+        hosts = t.host[pages].astype(np.int64)
+        self._classify(hosts)
+        self.n_queued += int(new[up].sum())
+        self._key[pages] = keys
+        self.queue.push_many(pages, hosts, keys)
+
+    def discard(self, page):
+        """A queued or waiting page was fetched without being handed out."""
+        if not math.isnan(self._key[page]):
+            self._key[page] = np.nan
+            self.n_queued -= 1
+        self._waiting.discard(page)
+
+    # -- handing out -------------------------------------------------------------------
+    def take(self, n, now, skip_host=None, max_per_host=0, offsets=(0.0, 0.0)):
+        """Lease up to ``n`` best pages: returns their indices."""
+        pages = self.queue.pop_batch(n, skip_host, max_per_host, offsets)
+        if pages:
+            idx = np.asarray(pages, np.int64)
+            self._key[idx] = np.nan
+            self.table.state[idx] = LEASED
+            self.table.lease[idx] = now
+            self.leases.extend((now, p) for p in pages)
+            self.n_queued -= len(pages)
+            self.n_leased += len(pages)
+        return pages
+
+    def lease_done(self, page):
+        """A leased page was crawled or failed (its state is about to change)."""
+        if self.table.state[page] == LEASED:
+            self.n_leased -= 1
+
+    def expire(self, now, timeout):
+        """Return pages whose lease is older than ``timeout`` to the queue."""
+        t = self.table
+        back = []
+        while self.leases and self.leases[0][0] <= now - timeout:
+            when, page = self.leases.popleft()
+            if t.state[page] == LEASED and t.lease[page] == when:
+                t.state[page] = UNFETCHED
+                self.n_leased -= 1
+                back.append(page)
+        if back:
+            self.offer(back)
+        return back
+
+    def wait_retry(self, page, ready):
+        """Page failed and will be retried at time ``ready`` (state UNFETCHED)."""
+        self.discard(page)
+        self._waiting.add(page)
+        self.retries.append((ready, page))
+
+    def release_retries(self, now):
+        back = []
+        while self.retries and self.retries[0][0] <= now:
+            _, page = self.retries.popleft()
+            if page in self._waiting:
+                self._waiting.discard(page)
+                back.append(page)
+        if back:
+            self.offer(back)
+        return back
+
+    @property
+    def n_waiting(self):
+        return len(self._waiting)
+
+    def is_empty(self):
+        return self.n_queued == 0 and self.n_leased == 0 and not self._waiting

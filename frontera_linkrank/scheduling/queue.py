@@ -1,0 +1,170 @@
+"""Best-first frontier queue, grouped by host.
+
+Each host has a heap of ``(-key, page)`` entries; a heap of hosts holds each
+host's best key. Taking the best page overall is O(log hosts + log pages),
+and a host that is overused (its downloader slot is busy) or has reached its
+per-batch cap is skipped as a whole, keeping its pages for later.
+
+Priorities only grow while a page waits (AOPIC cash accumulates), so the
+queue is *lazy*: raising a page's key pushes a new entry, and entries whose
+key is no longer the page's current key, or whose page left the frontier,
+are dropped when they surface. Ties go to the lower page index, i.e. the
+page discovered first.
+
+Hosts belong to one of two classes whose keys are compared with an offset
+(``offsets[c]`` added to every key of class c). AOPIC needs it when ω's cash
+is owed to some hosts' pages only (policy "hosts"): their keys are
+``C - stamp`` and the global accumulator ``A`` is the class offset.
+"""
+
+import heapq
+
+import numpy as np
+
+
+class BestFirstQueue:
+    """Lazy two-level priority queue of frontier pages.
+
+    Parameters
+    ----------
+    is_live : callable(page, key) -> bool
+        True if ``key`` is still the page's current key and the page is
+        still waiting to be fetched.
+
+    Examples
+    --------
+    >>> keys = {1: 0.5, 2: 0.9, 3: 0.1}
+    >>> q = BestFirstQueue(lambda p, k: keys.get(p) == k)
+    >>> for p, h in ((1, 0), (2, 0), (3, 1)):
+    ...     q.push(p, h, keys[p])
+    >>> q.pop_batch(2)
+    [2, 1]
+    >>> q.pop_batch(5, max_per_host=1)
+    [3]
+    """
+
+    def __init__(self, is_live):
+        self._is_live = is_live
+        self._heaps = {}  # host -> [(-key, page)]
+        self._tops = ([], [])  # per class: [(-best key, its page, host)]
+        self._host_class = {}  # host -> 0 or 1
+        self.entries = 0  # entries in all host heaps, live or stale
+
+    def __len__(self):
+        return self.entries
+
+    def set_host_class(self, host, cls):
+        self._host_class[host] = cls
+
+    def push(self, page, host, key):
+        """Offer ``page`` of ``host`` with priority ``key`` (higher first)."""
+        heap = self._heaps.get(host)
+        entry = (-key, page)
+        if heap is None:
+            self._heaps[host] = [entry]
+            heapq.heappush(self._tops[self._host_class.get(host, 0)], (-key, page, host))
+        else:
+            heapq.heappush(heap, entry)
+            if heap[0] is entry:  # new best of its host
+                heapq.heappush(self._tops[self._host_class.get(host, 0)], (-key, page, host))
+        self.entries += 1
+
+    def push_many(self, pages, hosts, keys):
+        for page, host, key in zip(pages.tolist(), hosts.tolist(), keys.tolist()):
+            self.push(page, host, key)
+
+    def rebuild(self, pages, hosts, keys):
+        """Replace the contents with exactly these pages (numpy arrays)."""
+        self._heaps = {}
+        self._tops = ([], [])
+        self.entries = len(pages)
+        if not len(pages):
+            return
+        order = np.lexsort((pages, -keys, hosts))
+        pages, hosts, keys = pages[order], hosts[order], keys[order]
+        cuts = np.flatnonzero(np.diff(hosts)) + 1
+        starts = [0, *cuts.tolist()]
+        ends = [*cuts.tolist(), len(pages)]
+        neg = (-keys).tolist()
+        plist = pages.tolist()
+        for a, b in zip(starts, ends):
+            host = int(hosts[a])
+            # A list sorted ascending is a valid heap.
+            self._heaps[host] = list(zip(neg[a:b], plist[a:b]))
+            self._tops[self._host_class.get(host, 0)].append((neg[a], plist[a], host))
+        for top in self._tops:
+            heapq.heapify(top)
+
+    def _clean_host(self, host):
+        """Drop stale entries from the top of a host heap; return it (or None)."""
+        heap = self._heaps.get(host)
+        if heap is None:
+            return None
+        is_live = self._is_live
+        while heap and not is_live(heap[0][1], -heap[0][0]):
+            heapq.heappop(heap)
+            self.entries -= 1
+        if not heap:
+            del self._heaps[host]
+            return None
+        return heap
+
+    def _peek(self, cls):
+        """Valid best ``(negkey, page, host)`` of a class, dropping stale
+        host entries."""
+        top = self._tops[cls]
+        while top:
+            negkey, page, host = top[0]
+            heap = self._clean_host(host)
+            if heap is None:
+                heapq.heappop(top)
+            elif heap[0] != (negkey, page):
+                # The host's best changed since this entry; fix it.
+                heapq.heapreplace(top, heap[0] + (host,))
+            else:
+                return top[0]
+        return None
+
+    def pop_batch(self, n, skip_host=None, max_per_host=0, offsets=(0.0, 0.0)):
+        """Remove and return up to ``n`` best live pages.
+
+        ``skip_host(host)`` -> True keeps a host's pages for later (an
+        overused downloader slot); ``max_per_host`` caps pages per host in
+        this batch (0: no cap).
+        """
+        out = []
+        set_aside = []
+        counts = {}
+        while len(out) < n:
+            best = None
+            for cls in (0, 1):
+                got = self._peek(cls)
+                if got is not None:
+                    value = offsets[cls] - got[0]
+                    if best is None or value > best[0] or (value == best[0] and got[1] < best[2]):
+                        best = (value, cls, got[1], got[2])
+            if best is None:
+                break
+            _, cls, _, host = best
+            entry = heapq.heappop(self._tops[cls])
+            if (skip_host is not None and skip_host(host)) or (
+                max_per_host and counts.get(host, 0) >= max_per_host
+            ):
+                set_aside.append((cls, entry))
+                continue
+            heap = self._heaps[host]
+            _, page = heapq.heappop(heap)
+            self.entries -= 1
+            out.append(page)
+            counts[host] = counts.get(host, 0) + 1
+            if heap:  # its next entry is validated when it surfaces (_peek)
+                heapq.heappush(self._tops[cls], heap[0] + (host,))
+            else:
+                del self._heaps[host]
+        for cls, entry in set_aside:
+            heapq.heappush(self._tops[cls], entry)
+        return out
+
+    def hosts(self):
+        """Hosts with entries (live or not yet cleaned)."""
+        return list(self._heaps)

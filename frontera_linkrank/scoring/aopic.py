@@ -1,0 +1,334 @@
+"""Adaptive On-line Page Importance Computation (AOPIC), updated inline.
+
+Implements ``ALGORITHMS.md`` §1 over the page arrays of a
+:class:`~frontera_linkrank.storage.vertices.VertexTable`. Each page has cash
+``C``, history ``H`` and the time of its last read; a virtual page ω holds
+the rest of the cash, so that at every commit::
+
+    sum(C) + sum(owed) + C_omega == 1
+
+Reading a page gives ``d * C`` to its out-links (weights summing to 1) and
+``(1 - d) * C`` to ω (all of ``C`` when it has no out-links), then zeroes
+``C``. The fixed point is PageRank with damping ``d``, uniform teleport and
+dangling mass spread uniformly (ω reads spread over all pages).
+
+Reading ω must not cost O(n): it adds ``C_omega / n_target`` to a global
+accumulator ``A``; a page of the target set is owed ``A - stamp`` until it
+is settled (when it is read, leaves the target set, or the policy changes).
+
+Examples
+--------
+A three-page cycle read in turn converges to uniform importance:
+
+>>> from frontera_linkrank.storage.vertices import VertexTable
+>>> t = VertexTable(); _ = t.append(3)
+>>> a = Aopic(t)  # pages already in the table join the target set here
+>>> a.fund([0])
+>>> import numpy as np
+>>> for step in range(3000):
+...     i = step % 3
+...     a.leave(i); a.read(i, np.array([(i + 1) % 3])); a.join(i)
+>>> np.round(a.importance(np.arange(3)), 2).tolist()
+[0.33, 0.33, 0.33]
+>>> abs(a.residual()) < 1e-12
+True
+"""
+
+import math
+
+import numpy as np
+
+from ..storage.vertices import ERROR
+
+OMEGA_POLICIES = ("all", "unfetched", "fetched", "hosts")
+
+
+class Aopic:
+    """Cash, history and the virtual page for the pages of ``table``.
+
+    Parameters
+    ----------
+    table : VertexTable
+        Page arrays (``cash``, ``history``, ``last_read``, ``stamp``,
+        ``state``, ``n_crawls``, ``host`` are used).
+    damping : float
+        Fraction of a read page's cash passed to its out-links.
+    window : float
+        History window T (``math.inf``: plain OPIC).
+    cash_time : bool
+        Measure time for the window in cash read so far instead of seconds.
+    omega_policy : {"all", "unfetched", "fetched", "hosts"}
+        Target set of ω's cash.
+    omega_read_every : int
+        Read ω after this many page reads.
+    internal_weight, external_weight : float
+        Relative link weights for same-host and other-host links.
+    state : dict, optional
+        Globals saved by :meth:`state_dict`.
+    """
+
+    def __init__(
+        self,
+        table,
+        damping=0.85,
+        window=math.inf,
+        cash_time=False,
+        omega_policy="all",
+        omega_read_every=1,
+        internal_weight=1.0,
+        external_weight=1.0,
+        state=None,
+    ):
+        if omega_policy not in OMEGA_POLICIES:
+            raise ValueError(f"omega_policy must be one of {OMEGA_POLICIES}")
+        self.table = table
+        self.damping = float(damping)
+        self.window = float(window)
+        self.cash_time = bool(cash_time)
+        self.policy = omega_policy
+        self.omega_read_every = int(omega_read_every)
+        self.internal_weight = float(internal_weight)
+        self.external_weight = float(external_weight)
+        self.weighted = self.internal_weight != self.external_weight
+        self.host_target = np.zeros(16, bool)  # per host id, for policy "hosts"
+        self.omega = 1.0  # cash of the virtual page
+        self.G = 0.0  # total history of real pages
+        self.A = 0.0  # accumulator of ω reads per target page
+        self.clock = 0.0  # total cash read from real pages ("cash" time)
+        self.reads = 0
+        self.omega_reads = 0
+        self.n_target = 0
+        self._omega_due = False
+        if state:
+            for k in ("omega", "G", "A", "clock"):
+                setattr(self, k, float(state[k]))
+            self.reads = int(state["reads"])
+            self.omega_reads = int(state.get("omega_reads", 0))
+        self.n_target = int(self.member_mask().sum())
+
+    @classmethod
+    def from_saved(cls, table, saved, host_ids=None, **kw):
+        """Books as of a commit: ``saved`` is the ``aopic`` entry of the page
+        database's metadata (``None`` for a new database)."""
+        if not saved:
+            return cls(table, **kw)
+        a = cls(table, omega_policy=saved.get("policy", "all"), state=saved, **kw)
+        if a.policy == "hosts":
+            for name in saved.get("hosts", []):
+                hid = (host_ids or {}).get(name)
+                if hid is not None:
+                    a.set_host_target(hid, True)
+            a.n_target = int(a.member_mask().sum())
+        return a
+
+    def state_dict(self):
+        """Globals to persist with each commit (JSON-serialisable)."""
+        return {
+            "omega": self.omega,
+            "G": self.G,
+            "A": self.A,
+            "clock": self.clock,
+            "reads": self.reads,
+            "omega_reads": self.omega_reads,
+            "policy": self.policy,
+        }
+
+    # -- target set of ω ---------------------------------------------------------
+    def set_host_target(self, host_id, member):
+        """Mark a host in or out of the "hosts" target set (before its pages join)."""
+        if host_id >= len(self.host_target):
+            grown = np.zeros(max(2 * len(self.host_target), host_id + 1), bool)
+            grown[: len(self.host_target)] = self.host_target
+            self.host_target = grown
+        self.host_target[host_id] = member
+
+    def _member(self, i):
+        t = self.table
+        p = self.policy
+        if p == "all":
+            return True
+        if p == "hosts":
+            h = t.host[i]
+            return h < len(self.host_target) and bool(self.host_target[h])
+        if t.state[i] == ERROR:
+            return False
+        fetched = t.n_crawls[i] > 0
+        return fetched if p == "fetched" else not fetched
+
+    def member_mask(self, idx=None):
+        """Boolean mask of target-set membership for ``idx`` (default: all pages)."""
+        t = self.table
+        if idx is None:
+            idx = slice(0, t.n)
+        p = self.policy
+        if p == "all":
+            return np.ones(len(t.state[idx]), bool)
+        if p == "hosts":
+            h = t.host[idx].astype(np.int64)
+            mask = np.zeros(len(h), bool)
+            ok = h < len(self.host_target)
+            mask[ok] = self.host_target[h[ok]]
+            return mask
+        ok = t.state[idx] != ERROR
+        fetched = t.n_crawls[idx] > 0
+        return ok & (fetched if p == "fetched" else ~fetched)
+
+    def join_new(self, start, k):
+        """Pages ``start .. start+k-1`` were appended to the table after this
+        object was built (cash 0)."""
+        if k:
+            sl = slice(start, start + k)
+            self.table.stamp[sl] = self.A
+            self.n_target += int(self.member_mask(sl).sum())
+
+    def leave(self, i):
+        """Settle page ``i`` before a change that may move it out of the
+        target set (a read, an error); pair with :meth:`join` afterwards."""
+        if self._member(i):
+            t = self.table
+            t.cash[i] += self.A - t.stamp[i]
+            t.stamp[i] = self.A
+            self.n_target -= 1
+
+    def join(self, i):
+        """Counterpart of :meth:`leave` after the page's state changed.
+
+        A read of ω that fell due during a page read happens here, once the
+        page is back in the target set: read inside the bracket, ω's cash
+        would skip the page whose read produced it (a bias, not a leak)."""
+        if self._member(i):
+            self.table.stamp[i] = self.A
+            self.n_target += 1
+        if self._omega_due:
+            self._omega_due = False
+            self.read_omega()
+
+    def owed(self, idx=None):
+        """Cash owed to pages through the accumulator (0 outside the target set)."""
+        t = self.table
+        if idx is None:
+            idx = slice(0, t.n)
+        return np.where(self.member_mask(idx), self.A - t.stamp[idx], 0.0)
+
+    def effective_cash(self, idx=None):
+        t = self.table
+        if idx is None:
+            idx = slice(0, t.n)
+        return t.cash[idx] + self.owed(idx)
+
+    def settle_all(self):
+        """Move all owed cash into the pages' cash (before a policy change)."""
+        t = self.table
+        n = t.n
+        t.cash[:n] += self.owed()
+        t.stamp[:n] = self.A
+
+    # -- cash flows --------------------------------------------------------------
+    def fund(self, idx, weights=None):
+        """Move ω's cash to the pages ``idx`` (seeds): equal shares, or in
+        proportion to ``weights``."""
+        idx = np.asarray(idx, np.int64)
+        if not len(idx) or self.omega == 0.0:
+            return
+        if weights is None:
+            self.table.cash[idx] += self.omega / len(idx)
+        else:
+            w = np.asarray(weights, np.float64)
+            total = w.sum()
+            if not total > 0:
+                raise ValueError("seed weights must be positive")
+            self.table.cash[idx] += self.omega * (w / total)
+        self.omega = 0.0
+
+    def read(self, i, children, n_dropped=0, now=0.0, same_host=None, dropped_same_host=0):
+        """Read page ``i`` (call :meth:`leave` first, :meth:`join` after).
+
+        Parameters
+        ----------
+        children : ndarray of int
+            Distinct out-link targets, without ``i`` itself.
+        n_dropped : int
+            Links of ``i`` that were dropped after counting (over a host
+            budget or the per-page cap): their shares go to ω.
+        now : float
+            Wall-clock time (ignored with ``cash_time``).
+        same_host : ndarray of bool, optional
+            For weighted links: which children are on ``i``'s host.
+        dropped_same_host : int
+            For weighted links: how many dropped links were on ``i``'s host.
+        """
+        t = self.table
+        c = float(t.cash[i])
+        self._history(i, c, self.clock if self.cash_time else now)
+        n = len(children) + n_dropped
+        if n == 0 or c == 0.0:
+            self.omega += c
+        else:
+            dc = self.damping * c
+            if self.weighted and same_host is not None:
+                wi, we = self.internal_weight, self.external_weight
+                w = np.where(same_host, wi, we)
+                total = w.sum() + wi * dropped_same_host + we * (n_dropped - dropped_same_host)
+                if total > 0:
+                    give = dc * w / total
+                    t.cash[children] += give
+                    self.omega += c - float(give.sum())
+                else:  # every link weighs 0: nothing to pass on
+                    self.omega += c
+            else:
+                share = dc / n
+                t.cash[children] += share
+                self.omega += c - share * len(children)
+        t.cash[i] = 0.0
+        self.clock += c
+        self.reads += 1
+        if self.reads % self.omega_read_every == 0:
+            self._omega_due = True  # read by join(i)
+
+    def _history(self, i, c, now):
+        t = self.table
+        h_old = float(t.history[i])
+        last = float(t.last_read[i])
+        T = self.window
+        if math.isnan(last):
+            h = c
+        elif T == math.inf:
+            h = h_old + c
+        else:
+            delta = now - last
+            h = h_old * (T - delta) / T + c if delta < T else c * T / delta
+        t.history[i] = h
+        t.last_read[i] = now
+        self.G += h - h_old
+
+    def read_omega(self):
+        """Spread ω's cash over the target set (O(1))."""
+        if self.n_target > 0 and self.omega != 0.0:
+            self.A += self.omega / self.n_target
+            self.omega = 0.0
+            self.omega_reads += 1
+
+    # -- estimates ---------------------------------------------------------------
+    def importance(self, idx=None):
+        """``(H + C) / (G + sum C)`` over real pages (ω excluded)."""
+        t = self.table
+        if idx is None:
+            idx = slice(0, t.n)
+        denom = self.G + (1.0 - self.omega)
+        if denom <= 0:
+            return np.zeros(len(t.cash[idx]))
+        return (t.history[idx] + self.effective_cash(idx)) / denom
+
+    @property
+    def error_bound(self):
+        """Convergence estimate ``1/G`` (inf before any read)."""
+        return 1.0 / self.G if self.G > 0 else math.inf
+
+    def total_cash(self):
+        """``sum C + sum owed + C_omega`` computed exactly-rounded (math.fsum)."""
+        n = self.table.n
+        return math.fsum(self.table.cash[:n]) + math.fsum(self.owed()) + self.omega
+
+    def residual(self):
+        """Deviation of the cash books from 1 (0 up to rounding)."""
+        return self.total_cash() - 1.0

@@ -1,0 +1,111 @@
+"""Per-page fixed-size fields, held in memory as numpy arrays.
+
+Every page has a dense index (discovery order); each field below is one
+numpy array indexed by it (struct of arrays, so ranking and scheduling work
+on contiguous vectors). :data:`RECORD` is the packed on-disk layout of one
+page; :class:`VertexTable` converts between the two.
+"""
+
+import math
+
+import numpy as np
+
+# Page states. The values match Frontera's States constants where they mean
+# the same thing (NOT_CRAWLED=0, CRAWLED=2, ERROR=3); LEASED is "handed out".
+UNFETCHED = 0
+LEASED = 1
+CRAWLED = 2
+ERROR = 3
+STATE_NAMES = {UNFETCHED: "unfetched", LEASED: "leased", CRAWLED: "crawled", ERROR: "error"}
+
+# Bits of the ``flags`` field.
+F_SEED = 1  # injected as a seed
+F_EXTRAS = 2  # non-default method/headers/cookies/meta stored in "requests"
+F_REDIRECT = 4  # its last fetch was redirected to another page
+
+NO_PAGE = 0xFFFFFFFF  # "no parent" (seeds) in uint32 fields
+
+# name, dtype, default for new pages
+FIELDS = (
+    ("fp", "V20", b"\0" * 20),  # SHA-1 of the canonical URL
+    ("host", "<u4", 0),  # host id
+    ("parent", "<u4", NO_PAGE),  # page it was first found on (shortest path)
+    ("depth", "<u4", 0),  # links from the nearest seed
+    ("state", "u1", UNFETCHED),
+    ("flags", "u1", 0),
+    ("status", "<u2", 0),  # last HTTP status (0: none yet)
+    ("errors", "<u2", 0),  # consecutive fetch errors
+    ("n_crawls", "<u4", 0),
+    ("n_changes", "<u4", 0),  # crawls whose content hash differed from the last
+    ("n_out", "<u4", 0),  # stored out-links (current)
+    ("first_crawl", "<f8", 0.0),  # UNIX seconds, 0: never
+    ("last_crawl", "<f8", 0.0),
+    ("lease", "<f8", 0.0),  # time it was handed out (state LEASED)
+    ("content_hash", "<u8", 0),
+    ("score", "<f8", math.nan),  # content score set by the spider
+    ("hint", "<f8", 0.0),  # priority hint of an unfetched page ("score" policy)
+    ("cash", "<f8", 0.0),  # AOPIC
+    ("history", "<f8", 0.0),
+    ("last_read", "<f8", math.nan),  # AOPIC time of last read, nan: never
+    ("stamp", "<f8", 0.0),  # accumulator value when last settled
+)
+RECORD = np.dtype([(name, dt) for name, dt, _ in FIELDS])
+FIELD_NAMES = tuple(name for name, _, _ in FIELDS)
+
+
+class VertexTable:
+    """Growable struct of arrays with one entry per page.
+
+    Arrays are attributes named like :data:`FIELDS` (``table.cash``...);
+    they are reallocated when the table grows, so hold the table, not the
+    arrays, across calls that add pages.
+
+    >>> t = VertexTable()
+    >>> t.append(3)
+    0
+    >>> t.n, t.cash[:t.n].tolist(), t.parent[0] == NO_PAGE
+    (3, [0.0, 0.0, 0.0], True)
+    """
+
+    def __init__(self, capacity=1024):
+        self.n = 0
+        self._cap = 0
+        self._grow(max(int(capacity), 16))
+
+    def _grow(self, capacity):
+        for name, dt, default in FIELDS:
+            new = np.empty(capacity, dt)
+            if self._cap:
+                new[: self.n] = getattr(self, name)[: self.n]
+            setattr(self, name, new)
+        self._cap = capacity
+
+    def append(self, k):
+        """Add ``k`` pages with default fields; return the first new index."""
+        start = self.n
+        end = start + k
+        if end > self._cap:
+            self._grow(max(end, 2 * self._cap))
+        for name, _, default in FIELDS:
+            getattr(self, name)[start:end] = default
+        self.n = end
+        return start
+
+    def records(self, idx):
+        """Packed records (:data:`RECORD`) of the pages ``idx`` (array or slice)."""
+        first = getattr(self, FIELD_NAMES[0])[idx]
+        out = np.empty(len(first), RECORD)
+        out[FIELD_NAMES[0]] = first
+        for name in FIELD_NAMES[1:]:
+            out[name] = getattr(self, name)[idx]
+        return out
+
+    def load_records(self, recs, idx):
+        """Store packed records at ``idx`` (slice or index array of existing pages)."""
+        for name in FIELD_NAMES:
+            getattr(self, name)[idx] = recs[name]
+
+    def fingerprints(self):
+        """The fingerprints of all pages as a list of 20-byte strings."""
+        raw = self.fp[: self.n].tobytes()
+        return [raw[i : i + 20] for i in range(0, len(raw), 20)]

@@ -1,0 +1,210 @@
+"""The LMDB page database: any URL, durability, growth, clear errors, readers."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import lmdb
+import numpy as np
+import pytest
+
+from frontera_linkrank.storage.edges import EdgeStore, merge_rows
+from frontera_linkrank.storage.pagedb import PageDB, PageDBError
+from util import crawl, page_index, req
+
+LONG = "http://example.com/" + "x" * 1500 + "?q=" + "y" * 200  # well past LMDB's 511-byte keys
+ODD_URLS = [
+    LONG,
+    "http://bücher.example/straße/ünïcödé?q=日本語",
+    "http://example.com/a%20b/%E2%82%AC?x=%2F%3F",
+    "https://EXAMPLE.com:8443/Case/Path",
+    "http://[2001:db8::1]:8080/v6",
+]
+
+
+def test_urls_of_any_shape_round_trip(make_backend, tmp_path):
+    b = make_backend()
+    b.add_seeds([req(u) for u in ODD_URLS])
+    got = [r.url for r in b.get_next_requests(10)]
+    assert sorted(got) == sorted(ODD_URLS)
+    b.frontier_stop()
+    with PageDB(tmp_path / "db", readonly=True) as db:
+        assert sorted(db.urls(range(db.n_pages))) == sorted(ODD_URLS)
+        hosts = set(db.host_names)
+    assert {"example.com", "xn--bcher-kva.example", "2001:db8::1"} <= hosts
+
+
+def test_map_grows_by_itself(make_backend, tmp_path):
+    b = make_backend(MAP_SIZE=1 << 20, CHECKPOINT_BYTES=1 << 16)
+    b.add_seeds([req("http://a.test/0")])
+    n = 0
+    while n < 3000:
+        reqs = b.get_next_requests(200)
+        for r in reqs:
+            i = int(r.url.rsplit("/", 1)[1])
+            crawl(b, r, [f"http://a.test/{10 * i + k}" for k in range(1, 11)])
+            n += 1
+    b.get_next_requests(0)
+    size = b.db.env.info()["map_size"]
+    assert size > 1 << 20
+    pages = b.db.n_pages
+    b.frontier_stop()
+    b = make_backend()
+    assert b.db.n_pages == pages
+    assert abs(b.aopic.residual()) < 1e-9
+
+
+def test_refuses_a_directory_that_is_not_a_page_database(tmp_path):
+    d = tmp_path / "photos"
+    d.mkdir()
+    (d / "cat.jpg").write_bytes(b"\xff\xd8")
+    with pytest.raises(PageDBError, match="not empty and holds no page database"):
+        PageDB(d)
+    assert (d / "cat.jpg").read_bytes() == b"\xff\xd8"
+    with pytest.raises(PageDBError, match="no page database here"):
+        PageDB(tmp_path / "missing", readonly=True)
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(PageDBError, match="is a file"):
+        PageDB(f)
+
+
+def test_refuses_a_foreign_lmdb_environment(tmp_path):
+    env = lmdb.open(str(tmp_path / "other"))
+    with env.begin(write=True) as txn:
+        txn.put(b"k", b"v")
+    env.close()
+    for ro in (False, True):
+        with pytest.raises(PageDBError, match="not a page database"):
+            PageDB(tmp_path / "other", readonly=ro)
+
+
+def test_refuses_another_schema_version(tmp_path):
+    PageDB(tmp_path / "db").close()
+    env = lmdb.open(str(tmp_path / "db"), max_dbs=16)
+    meta_db = env.open_db(b"meta")
+    with env.begin(write=True) as txn:
+        meta = json.loads(txn.get(b"meta", db=meta_db))
+        meta["version"] = 999
+        txn.put(b"meta", json.dumps(meta).encode(), db=meta_db)
+    env.close()
+    with pytest.raises(PageDBError, match="schema version 999"):
+        PageDB(tmp_path / "db")
+
+
+def run_py(code, *args):
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_one_writer_many_readers(make_backend, tmp_path):
+    b = make_backend()
+    b.add_seeds([req("http://a.test/1"), req("http://a.test/2")])
+    b.get_next_requests(0)  # commit
+    other_writer = run_py(
+        """
+        import sys
+        from frontera_linkrank.storage.pagedb import PageDB, PageDBError
+        try:
+            PageDB(sys.argv[1])
+        except PageDBError as e:
+            print("refused:", e)
+        """,
+        tmp_path / "db",
+    )
+    assert "refused:" in other_writer.stdout and "another process is writing" in other_writer.stdout
+    reader = """
+        import sys
+        from frontera_linkrank.storage.pagedb import PageDB
+        with PageDB(sys.argv[1], readonly=True) as db:
+            print(db.n_pages, sorted(db.urls(range(db.n_pages))))
+        """
+    out = run_py(reader, tmp_path / "db")
+    assert out.stdout.startswith("2 "), out.stderr
+    # The reader sees the next commit, not the uncommitted batch.
+    b.add_seeds([req("http://a.test/3")])
+    assert run_py(reader, tmp_path / "db").stdout.startswith("2 ")
+    b.get_next_requests(0)
+    assert run_py(reader, tmp_path / "db").stdout.startswith("3 ")
+
+
+def test_record_log_and_checkpoint_give_the_same_table(make_backend, tmp_path):
+    b = make_backend(CHECKPOINT_BYTES=1 << 16)
+    b.add_seeds([req("http://a.test/0")])
+    for _ in range(30):
+        for r in b.get_next_requests(20):
+            i = int(r.url.rsplit("/", 1)[1])
+            crawl(b, r, [f"http://a.test/{3 * i + k}" for k in (1, 2, 3)] + ["http://a.test/0"])
+    b.get_next_requests(0)
+    before = b.db.vertices.records(slice(0, b.db.n_pages)).copy()
+    with b.db.env.begin() as txn:
+        n_chunks = txn.stat(b.db.dbs[b"vertices"])["entries"]
+        n_log = txn.stat(b.db.dbs[b"vlog"])["entries"]
+    assert n_chunks > 0 and n_log > 0  # both a checkpoint and a log since
+    b.frontier_stop()
+    with PageDB(tmp_path / "db", readonly=True) as db:
+        after = db.vertices.records(slice(0, db.n_pages))
+        # Leases are reset on the next writer open only; readers see them.
+        assert after.tobytes() == before.tobytes()
+
+
+def test_recrawl_replaces_out_links(make_backend):
+    b = make_backend()
+    b.add_seeds([req("http://a.test/0")])
+    (r,) = b.get_next_requests(1)
+    crawl(b, r, ["http://a.test/1", "http://a.test/2"])
+    b.get_next_requests(0)
+    crawl(b, req("http://a.test/0"), ["http://a.test/3"])
+    b.get_next_requests(0)
+    db = b.db
+    with db.snapshot() as txn:
+        assert db.urls(db.edges.out_links(txn, 0)) == ["http://a.test/3"]
+        src, dst = db.edges.current_edges(txn, db.n_pages)
+    assert list(zip(src.tolist(), dst.tolist())) == [(0, page_index(db, "http://a.test/3"))]
+    assert db.vertices.n_out[0] == 1
+
+
+def test_edge_blocks_merge_keep_newest_rows(tmp_path):
+    env = lmdb.open(str(tmp_path / "e"), max_dbs=2)
+    db = env.open_db(b"edges")
+    store = EdgeStore(db)
+    rng = np.random.default_rng(0)
+    truth = {}
+    for batch in range(70):  # enough commits for several merge levels
+        for _ in range(rng.integers(1, 6)):
+            src = int(rng.integers(0, 40))
+            dst = np.unique(rng.integers(0, 40, rng.integers(0, 5)))
+            store.add(src, dst)
+            truth[src] = sorted(dst.tolist())
+        with env.begin(write=True) as txn:
+            installed, _ = store.write(txn)
+        installed()
+    assert store.n_blocks < 20
+    with env.begin(buffers=True) as txn:
+        got = {}
+        for src, ptr, dst in store.iter_current(txn, 40):
+            for k, s in enumerate(src.tolist()):
+                got[s] = sorted(dst[ptr[k] : ptr[k + 1]].tolist())
+        assert got == truth
+        for s, d in truth.items():
+            assert sorted(store.out_links(txn, s).tolist()) == d
+    with env.begin(write=True) as txn:
+        installed, _ = store.compact(txn)
+    installed()
+    with env.begin(buffers=True) as txn:
+        a, b = store.current_edges(txn, 40)
+        assert sorted(zip(a.tolist(), b.tolist())) == sorted((s, x) for s, d in truth.items() for x in d)
+    env.close()
+
+
+def test_merge_rows_keeps_the_newest_row_per_source():
+    old = (np.array([1, 2]), np.array([0, 2, 3]), np.array([5, 6, 7]))
+    new = (np.array([2]), np.array([0, 1]), np.array([9]))
+    src, ptr, dst = merge_rows([old, new])
+    assert src.tolist() == [1, 2] and ptr.tolist() == [0, 2, 3] and dst.tolist() == [5, 6, 9]
