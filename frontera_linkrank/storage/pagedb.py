@@ -399,6 +399,42 @@ class PageDB:
         raw = txn.get(page_key(i), db=self.dbs[b"errors"])
         return bytes(raw).decode("utf-8", "replace") if raw is not None else None
 
+    # -- ranking scores ----------------------------------------------------------
+    # ``scores`` holds one float64 vector per name ("pagerank", "authority",
+    # "hub", ...) in chunks of SCORE_CHUNK values, plus a JSON info record
+    # (version, time, pages covered, iterations, why it stopped...). Only
+    # rankers write them; a vector covers the pages of the snapshot it was
+    # computed on (pages added later are beyond its length).
+
+    def read_scores(self, name, txn=None):
+        """``(values, info)`` of the last stored vector ``name``, or
+        ``(None, None)`` if there is none."""
+        if txn is None:
+            with self._read_txn(buffers=True) as own:
+                return self.read_scores(name, own)
+        return read_scores(txn, self.dbs[b"scores"], name)
+
+    def write_scores(self, vectors, info):
+        """Store several vectors (``{name: float array}``) in one transaction,
+        each with ``info`` (a dict, JSON-serialisable) plus its length."""
+        while True:
+            try:
+                with self.env.begin(write=True) as txn:
+                    write_scores(txn, self.dbs[b"scores"], vectors, info)
+                return
+            except lmdb.MapFullError:
+                self._grow()
+
+    def score_names(self, txn=None):
+        if txn is None:
+            with self._read_txn() as own:
+                return self.score_names(own)
+        return sorted(
+            bytes(k)[: -len(b":info")].decode()
+            for k, _ in txn.cursor(self.dbs[b"scores"])
+            if bytes(k).endswith(b":info")
+        )
+
     # -- commit ------------------------------------------------------------------
     def commit(self, meta_updates=None):
         """Write the current batch in one transaction and make it durable.
@@ -480,3 +516,40 @@ class PageDB:
         size = self.env.info()["map_size"] * 2
         logger.info("page database map full; growing it to %d MiB", size >> 20)
         self.env.set_mapsize(size)
+
+
+SCORE_CHUNK = 1 << 20  # values per LMDB value (8 MiB)
+
+
+def _score_key(name, chunk):
+    return name.encode() + b":" + chunk.to_bytes(8, "big")
+
+
+def read_scores(txn, db, name):
+    """See :meth:`PageDB.read_scores` (usable on a bare LMDB transaction)."""
+    raw = txn.get(name.encode() + b":info", db=db)
+    if raw is None:
+        return None, None
+    info = json.loads(bytes(raw))
+    n = int(info["n_pages"])
+    out = np.empty(n, np.float64)
+    for c in range((n + SCORE_CHUNK - 1) // SCORE_CHUNK):
+        buf = txn.get(_score_key(name, c), db=db)
+        lo = c * SCORE_CHUNK
+        out[lo : lo + len(buf) // 8] = np.frombuffer(buf, "<f8")
+    return out, info
+
+
+def write_scores(txn, db, vectors, info):
+    """See :meth:`PageDB.write_scores` (usable on a bare LMDB transaction)."""
+    for name, values in vectors.items():
+        values = np.ascontiguousarray(values, "<f8")
+        prefix = name.encode() + b":"
+        cur = txn.cursor(db)
+        if cur.set_range(prefix):  # drop the previous vector (delete moves to the next key)
+            while bytes(cur.key()).startswith(prefix) and cur.delete():
+                pass
+        for c, lo in enumerate(range(0, len(values), SCORE_CHUNK)):
+            txn.put(_score_key(name, c), values[lo : lo + SCORE_CHUNK].tobytes(), db=db)
+        txn.put(prefix + b"info", json.dumps({**info, "n_pages": len(values)}).encode(), db=db)
+
