@@ -7,10 +7,11 @@ Graphs without URLs (the LAW ``.csr.npz`` files) get generated URLs
 synthetic host.
 """
 
-import hashlib
 import os
 
 import numpy as np
+
+from ..storage.urls import fingerprint
 
 
 class Graph:
@@ -39,8 +40,8 @@ class Graph:
             urls = [f"http://h{h}.{name}.test/p{v}" for v, h in enumerate(self.hosts.tolist())]
         self.urls = urls
         self.index = {u: v for v, u in enumerate(urls)}
-        # Frontera's fingerprint of each URL (urls here are already canonical).
-        self.fingerprints = [hashlib.sha1(u.encode()).hexdigest().encode() for u in urls]
+        # Frontera's fingerprint of each URL: sha1 of the canonical URL.
+        self.fingerprints = [fingerprint(u).hex().encode() for u in urls]
 
     @property
     def n_edges(self):

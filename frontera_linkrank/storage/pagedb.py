@@ -29,6 +29,7 @@ of processes may open the database read-only meanwhile and see the last
 committed batch.
 """
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -56,6 +57,10 @@ _VLOG_MAGIC = b"LRvlog01"
 
 class PageDBError(Exception):
     """The path is not a usable page database (wrong kind, version, locked)."""
+
+
+class CorruptDatabase(PageDBError):
+    """A page database whose stored structures contradict each other."""
 
 
 def page_key(i):
@@ -226,29 +231,47 @@ class PageDB:
 
     def reload(self):
         """(Re)load metadata, hosts, page table and edge directory from the
-        last committed state, in one read transaction."""
-        with self._read_txn(buffers=True) as txn:
-            raw = txn.get(b"meta", db=self.dbs[b"meta"])
-            meta = json.loads(bytes(raw)) if raw is not None else {}
-            if meta.get("schema") != SCHEMA_NAME:
-                raise PageDBError(f"{self.path}: not a frontera_linkrank page database")
-            if meta.get("version") != SCHEMA_VERSION:
-                raise PageDBError(
-                    f"{self.path}: page database schema version {meta.get('version')}, "
-                    f"this frontera_linkrank reads version {SCHEMA_VERSION}"
-                )
-            self.meta = meta
-            self.host_names = []
-            self.host_ids = {}
-            pairs = [(struct.unpack("<I", bytes(v))[0], bytes(k).decode()) for k, v in txn.cursor(self.dbs[b"hosts"])]
-            for hid, name in sorted(pairs):
-                if hid != len(self.host_names):
-                    raise PageDBError(f"{self.path}: host ids are not dense (corrupt database)")
-                self.host_names.append(name)
-                self.host_ids[name] = hid
+        last committed state, in one read transaction.
+
+        A read-only database keeps that transaction open until the next
+        ``reload`` or ``close``, and every later read (:meth:`snapshot`,
+        :meth:`urls`, edges, scores) uses it, so a tool sees one consistent
+        commit however long it runs while a crawl writes.
+        """
+        if self.readonly:
+            if getattr(self, "_ro_txn", None) is not None:
+                self._ro_txn.abort()
+            self._ro_txn = self._read_txn(buffers=True)
+            self._load(self._ro_txn)
+        else:
+            with self._read_txn(buffers=True) as txn:
+                self._load(txn)
+        self._fp_index = None
+
+    def _load(self, txn):
+        raw = txn.get(b"meta", db=self.dbs[b"meta"])
+        meta = json.loads(bytes(raw)) if raw is not None else {}
+        if meta.get("schema") != SCHEMA_NAME:
+            raise PageDBError(f"{self.path}: not a frontera_linkrank page database")
+        if meta.get("version") != SCHEMA_VERSION:
+            raise PageDBError(
+                f"{self.path}: page database schema version {meta.get('version')}, "
+                f"this frontera_linkrank reads version {SCHEMA_VERSION}"
+            )
+        self.meta = meta
+        self.host_names = []
+        self.host_ids = {}
+        pairs = [(struct.unpack("<I", bytes(v))[0], bytes(k).decode()) for k, v in txn.cursor(self.dbs[b"hosts"])]
+        for hid, name in sorted(pairs):
+            if hid != len(self.host_names):
+                raise CorruptDatabase(f"{self.path}: host ids are not dense (corrupt database)")
+            self.host_names.append(name)
+            self.host_ids[name] = hid
+        try:
             self._load_vertices(txn)
             self.edges.load(txn, meta.get("edge_seq", 0))
-        self._fp_index = None
+        except (ValueError, struct.error) as e:  # unparsable values
+            raise CorruptDatabase(f"{self.path}: {e} (corrupt database)") from None
 
     def _load_vertices(self, txn):
         n = int(self.meta.get("n_pages", 0))
@@ -259,7 +282,7 @@ class PageDB:
             lo = int.from_bytes(bytes(key), "big") * CHUNK
             recs = np.frombuffer(buf, RECORD)
             if lo + len(recs) > n:
-                raise PageDBError(f"{self.path}: page table chunk beyond the page count (corrupt database)")
+                raise CorruptDatabase(f"{self.path}: page table chunk beyond the page count (corrupt database)")
             table.load_records(recs, slice(lo, lo + len(recs)))
             covered[lo : lo + len(recs)] = True
         self._ckpt_dirty = set()
@@ -267,13 +290,13 @@ class PageDB:
         for _, buf in txn.cursor(self.dbs[b"vlog"]):
             idx, recs = self._parse_vlog(buf)
             if len(idx) and idx.max() >= n:
-                raise PageDBError(f"{self.path}: page record log beyond the page count (corrupt database)")
+                raise CorruptDatabase(f"{self.path}: page record log beyond the page count (corrupt database)")
             table.load_records(recs, idx)
             covered[idx] = True
             self._ckpt_dirty.update(np.unique(idx // CHUNK).tolist())
             self._vlog_bytes += len(buf)
         if not covered.all():
-            raise PageDBError(
+            raise CorruptDatabase(
                 f"{self.path}: {int((~covered).sum())} of {n} page records missing (corrupt database)"
             )
         self.vertices = table
@@ -282,7 +305,7 @@ class PageDB:
     def _parse_vlog(buf):
         magic, k = _VLOG.unpack_from(buf, 0)
         if magic != _VLOG_MAGIC:
-            raise PageDBError("page record log entry is corrupt (bad magic)")
+            raise CorruptDatabase("page record log entry is corrupt (bad magic)")
         off = _VLOG.size
         idx = np.frombuffer(buf, "<u4", k, off).astype(np.int64)
         off += 4 * k + (-4 * k) % 8
@@ -290,6 +313,10 @@ class PageDB:
         return idx, recs
 
     def close(self):
+        txn = getattr(self, "_ro_txn", None)
+        if txn is not None:
+            txn.abort()
+            self._ro_txn = None
         env = getattr(self, "env", None)
         if env is not None:
             env.close()
@@ -358,14 +385,17 @@ class PageDB:
     # -- reads (any process) ----------------------------------------------------
     def snapshot(self):
         """A read transaction (context manager) on the last commit; arrays
-        returned by :attr:`edges` methods under it are valid until it ends."""
+        returned by :attr:`edges` methods under it are valid until it ends.
+        Read-only databases return the transaction they were loaded from."""
+        if self.readonly:
+            return contextlib.nullcontext(self._ro_txn)
         return self._read_txn(buffers=True)
 
     def urls(self, idx, txn=None):
         """URLs of the pages ``idx`` (list of str; committed pages and pages
         added in the current batch)."""
         if txn is None:
-            with self._read_txn() as own:
+            with self.snapshot() as own:
                 return self.urls(idx, own)
         idx = np.asarray(idx, np.int64)
         order = np.argsort(idx, kind="stable")
@@ -410,7 +440,7 @@ class PageDB:
         """``(values, info)`` of the last stored vector ``name``, or
         ``(None, None)`` if there is none."""
         if txn is None:
-            with self._read_txn(buffers=True) as own:
+            with self.snapshot() as own:
                 return self.read_scores(name, own)
         return read_scores(txn, self.dbs[b"scores"], name)
 
@@ -427,7 +457,7 @@ class PageDB:
 
     def score_names(self, txn=None):
         if txn is None:
-            with self._read_txn() as own:
+            with self.snapshot() as own:
                 return self.score_names(own)
         return sorted(
             bytes(k)[: -len(b":info")].decode()

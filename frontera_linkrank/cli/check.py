@@ -1,0 +1,224 @@
+"""page_db_check: verify every invariant of a page database.
+
+    page_db_check PATH [--no-urls]
+
+Checks that the cash books balance (sum of cash + owed + virtual page = 1,
+no negative cash or history, G = sum of history), that page indices are
+dense and consistent (one record, one URL and a unique fingerprint per
+index, the fingerprint is that of the URL, hosts and parents exist), that
+every link joins two existing pages with no self-links or duplicates and
+matches the stored out-degree, that leases and crawl records are sane, and
+that stored rankings are finite. Exit status 0 when all hold, 1 with the
+list of failures otherwise, 2 when PATH is not a page database.
+``--no-urls`` skips recomputing every URL's fingerprint (the slow part).
+"""
+
+import fcntl
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+from ..storage.pagedb import CorruptDatabase
+from ..storage.urls import RejectedURL, check_url, fingerprint
+from ..storage.vertices import CRAWLED, F_SEED, LEASED, NO_PAGE, STATE_NAMES
+from .common import books, open_db, parser, tool
+
+TOL = 1e-9
+
+
+def writer_active(path):
+    """True if a process holds the page database's writer lock."""
+    try:
+        fd = os.open(os.path.join(path, "writer.lock"), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def check_cash(db):
+    a = books(db)
+    v, n = db.vertices, db.n_pages
+    out = []
+    r = a.residual()
+    if not abs(r) < TOL:
+        out.append(f"cash not conserved: sum of cash + owed + virtual page = 1 {r:+.3e}")
+    neg = np.flatnonzero(v.cash[:n] < 0)
+    if len(neg):
+        out.append(f"{len(neg)} pages with negative cash (first: index {neg[0]})")
+    if a.omega < 0:
+        out.append(f"virtual page has negative cash {a.omega}")
+    owed = a.owed()
+    if (owed < -TOL).any():
+        out.append(f"{int((owed < -TOL).sum())} pages owed negative cash (stamp beyond the accumulator)")
+    h = v.history[:n]
+    if (h < 0).any():
+        out.append(f"{int((h < 0).sum())} pages with negative history")
+    total = math.fsum(h)
+    if not abs(total - a.G) <= TOL * max(1.0, abs(a.G)):
+        out.append(f"total history G = {a.G!r} but the pages' history sums to {total!r}")
+    return out
+
+
+def check_pages(db, urls_too):
+    v, n = db.vertices, db.n_pages
+    out = []
+    st = v.state[:n]
+    bad = ~np.isin(st, list(STATE_NAMES))
+    if bad.any():
+        out.append(f"{int(bad.sum())} pages with an unknown state")
+    with db.snapshot() as txn:
+        entries = txn.stat(db.dbs[b"urls"])["entries"]
+        if entries != n:
+            out.append(f"{entries} URLs stored for {n} pages")
+        fps = v.fp[:n].tobytes()
+        keys = [fps[k : k + 20] for k in range(0, len(fps), 20)]
+        if len(set(keys)) != n:
+            out.append(f"{n - len(set(keys))} duplicate fingerprints")
+        if len(db.fp_index) != n:
+            out.append("fingerprint index and page count differ")
+        host = v.host[:n]
+        if n and host.max() >= len(db.host_names):
+            out.append(f"{int((host >= len(db.host_names)).sum())} pages point to missing hosts")
+        par = v.parent[:n]
+        badp = (par != NO_PAGE) & (par >= n)
+        if badp.any():
+            out.append(f"{int(badp.sum())} pages point to missing parents")
+        seeds = (v.flags[:n] & F_SEED) != 0
+        if (seeds & (v.depth[:n] != 0)).any():
+            out.append("seed pages with a depth other than 0")
+        if urls_too:
+            wrong_fp, wrong_host, missing = 0, 0, 0
+            for lo in range(0, n, 20_000):
+                idx = range(lo, min(lo + 20_000, n))
+                for i, u in zip(idx, db.urls(idx, txn)):
+                    if u is None:
+                        missing += 1
+                        continue
+                    try:
+                        if fingerprint(u) != keys[i]:
+                            wrong_fp += 1
+                        if check_url(u) != db.host_names[host[i]]:
+                            wrong_host += 1
+                    except (RejectedURL, IndexError):
+                        wrong_fp += 1
+            if missing:
+                out.append(f"{missing} pages without a URL")
+            if wrong_fp:
+                out.append(f"{wrong_fp} pages whose fingerprint is not their URL's")
+            if wrong_host:
+                out.append(f"{wrong_host} pages whose host is not their URL's")
+    crawled = st == CRAWLED
+    if (crawled & (v.n_crawls[:n] == 0)).any():
+        out.append(f"{int((crawled & (v.n_crawls[:n] == 0)).sum())} crawled pages with no crawl counted")
+    times = crawled & ((v.first_crawl[:n] <= 0) | (v.first_crawl[:n] > v.last_crawl[:n]))
+    if times.any():
+        out.append(f"{int(times.sum())} crawled pages with inconsistent crawl times")
+    return out
+
+
+def check_links(db):
+    v, n = db.vertices, db.n_pages
+    out = []
+    degree = np.zeros(n, np.int64)
+    has_row = np.zeros(n, bool)
+    bad_dst = self_links = dup_rows = 0
+    with db.snapshot() as txn:
+        for src, ptr, dst in db.edges.iter_current(txn, n):
+            src = np.asarray(src, np.int64)
+            dst = np.asarray(dst, np.int64)
+            if len(src) and src.max() >= n:
+                out.append(f"links from {int((src >= n).sum())} missing pages")
+                src = src[src < n]
+                continue
+            lens = np.diff(np.asarray(ptr, np.int64))
+            degree[src] = lens
+            has_row[src] = True
+            bad_dst += int((dst >= n).sum())
+            owner = np.repeat(src, lens)
+            self_links += int((owner == dst).sum())
+            pair = owner * max(n, 1) + dst
+            dup_rows += len(pair) - len(np.unique(pair))
+    if bad_dst:
+        out.append(f"{bad_dst} links to missing pages")
+    if self_links:
+        out.append(f"{self_links} self-links stored")
+    if dup_rows:
+        out.append(f"{dup_rows} duplicate links stored")
+    mismatch = np.flatnonzero(degree != v.n_out[:n])
+    if len(mismatch):
+        out.append(f"{len(mismatch)} pages whose stored out-degree differs from their links (first: index {mismatch[0]})")
+    return out
+
+
+def check_leases(db):
+    v, n = db.vertices, db.n_pages
+    out, notes = [], []
+    leased = v.state[:n] == LEASED
+    lease = v.lease[:n]
+    now = time.time()
+    bad = leased & ((lease <= 0) | (lease > now + 60))
+    if bad.any():
+        out.append(f"{int(bad.sum())} leased pages with no or a future lease time")
+    if leased.any() and not writer_active(db.path):
+        notes.append(f"{int(leased.sum())} leases left by a stopped crawl: offered again on the next run")
+    return out, notes
+
+
+def check_scores(db):
+    out = []
+    with db.snapshot() as txn:
+        for name in db.score_names(txn):
+            values, info = db.read_scores(name, txn)
+            if len(values) > db.n_pages:
+                out.append(f"ranking {name!r} covers {len(values)} pages, the database has {db.n_pages}")
+            if not np.isfinite(values).all():
+                out.append(f"ranking {name!r} has {int((~np.isfinite(values)).sum())} non-finite values")
+    return out
+
+
+@tool("page_db_check")
+def main(argv=None):
+    ap = parser("page_db_check", __doc__)
+    ap.add_argument("path", help="page database directory")
+    ap.add_argument("--no-urls", action="store_true", help="skip re-fingerprinting every URL")
+    args = ap.parse_args(argv)
+    try:
+        db = open_db(args.path)
+    except CorruptDatabase as e:
+        print(f"FAIL {e}")
+        return 1
+    try:
+        failures = []
+        failures += check_cash(db)
+        failures += check_pages(db, not args.no_urls)
+        try:
+            failures += check_links(db)
+        except ValueError as e:
+            failures.append(f"links unreadable: {e}")
+        lease_fail, notes = check_leases(db)
+        failures += lease_fail
+        failures += check_scores(db)
+        n = db.n_pages
+    finally:
+        db.close()
+    for note in notes:
+        print(f"note {note}")
+    for f in failures:
+        print(f"FAIL {f}")
+    if failures:
+        return 1
+    print(f"OK {args.path}: {n:,} pages, all invariants hold")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

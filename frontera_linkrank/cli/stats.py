@@ -1,0 +1,113 @@
+"""page_db_stats: a summary of a page database.
+
+    page_db_stats PATH [--top N] [--json]
+
+Pages by state, links, hosts, the AOPIC cash books (virtual page, total
+history G, error bound 1/G, invariant residual), counters of the crawl,
+the last ranking runs, and the top pages and hosts.
+"""
+
+import json
+import sys
+import time
+
+import numpy as np
+
+from ..storage.vertices import F_SEED, STATE_NAMES
+from .common import books, open_db, parser, scores, tool
+
+
+def summary(db, top=10):
+    v, n = db.vertices, db.n_pages
+    a = books(db)
+    state = v.state[:n]
+    importance = a.importance()
+    out = {
+        "path": db.path,
+        "pages": n,
+        "pages_by_state": {name: int((state == s).sum()) for s, name in STATE_NAMES.items()},
+        "seeds": int(((v.flags[:n] & F_SEED) != 0).sum()),
+        "links": int(v.n_out[:n].sum()),
+        "hosts": len(db.host_names),
+        "cash": {
+            "virtual_page": a.omega,
+            "pages": float(a.effective_cash().sum()),
+            "history_total": a.G,
+            "error_bound": a.error_bound,
+            "residual": a.residual(),
+            "omega_policy": a.policy,
+            "reads": a.reads,
+        },
+        "counters": db.meta.get("counters", {}),
+        "ranking": {},
+        "top_pages": {},
+    }
+    with db.snapshot() as txn:
+        for name in db.score_names(txn):
+            _, info = db.read_scores(name, txn)
+            out["ranking"][name] = info
+        ranked = {"importance": importance}
+        for name in out["ranking"]:
+            ranked[name] = scores(db, name)
+        for name, values in ranked.items():
+            x = np.where(np.isnan(values), -np.inf, values)
+            best = np.argsort(-x, kind="stable")[:top]
+            urls = db.urls(best, txn)
+            out["top_pages"][name] = [{"index": int(i), "url": u, name: float(values[i])} for i, u in zip(best, urls)]
+    hosts = v.host[:n].astype(np.int64)
+    per_host = np.bincount(hosts, minlength=len(db.host_names))
+    crawled = np.bincount(hosts, weights=(state == 2), minlength=len(db.host_names))
+    imp = np.bincount(hosts, weights=importance, minlength=len(db.host_names))
+    out["top_hosts"] = [
+        {"host": db.host_names[h], "pages": int(per_host[h]), "crawled": int(crawled[h]), "importance": float(imp[h])}
+        for h in np.argsort(-imp, kind="stable")[:top]
+    ]
+    return out
+
+
+def text(s):
+    lines = [f"page database {s['path']}"]
+    lines.append(f"pages      {s['pages']:,}  ({', '.join(f'{k} {v:,}' for k, v in s['pages_by_state'].items())}; seeds {s['seeds']:,})")
+    lines.append(f"links      {s['links']:,}")
+    lines.append(f"hosts      {s['hosts']:,}")
+    c = s["cash"]
+    lines.append(
+        f"cash       virtual page {c['virtual_page']:.6g}, pages {c['pages']:.6g}, residual {c['residual']:.2e} "
+        f"(omega policy {c['omega_policy']})"
+    )
+    lines.append(f"history    G = {c['history_total']:.6g}, error bound 1/G = {c['error_bound']:.3g}, reads {c['reads']:,}")
+    if s["counters"]:
+        lines.append("counters   " + ", ".join(f"{k} {v:,}" for k, v in sorted(s["counters"].items())))
+    for name, info in s["ranking"].items():
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["time"])) if "time" in info else "?"
+        extra = ", ".join(f"{k} {v}" for k, v in info.items() if k not in ("time", "n_pages"))
+        lines.append(f"ranking    {name}: {info['n_pages']:,} pages at {when}; {extra}")
+    for name, rows in s["top_pages"].items():
+        lines.append(f"top pages by {name}:")
+        lines += [f"  {r[name]:.6g}  {r['url']}" for r in rows]
+    lines.append("top hosts by importance:")
+    lines += [f"  {h['importance']:.6g}  {h['host']}  ({h['pages']:,} pages, {h['crawled']:,} crawled)" for h in s["top_hosts"]]
+    return "\n".join(lines)
+
+
+@tool("page_db_stats")
+def main(argv=None):
+    ap = parser("page_db_stats", __doc__)
+    ap.add_argument("path", help="page database directory")
+    ap.add_argument("--top", type=int, default=10, metavar="N", help="pages and hosts to list (default 10)")
+    ap.add_argument("--json", action="store_true", help="machine-readable output")
+    args = ap.parse_args(argv)
+    db = open_db(args.path)
+    try:
+        s = summary(db, args.top)
+    finally:
+        db.close()
+    if args.json:
+        json.dump(s, sys.stdout, indent=1, default=float)
+        sys.stdout.write("\n")
+    else:
+        print(text(s))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
