@@ -6,6 +6,7 @@ the result.
 """
 
 import os
+import shutil
 import tempfile
 
 from frontera import FrontierManager, Settings
@@ -20,7 +21,16 @@ def simulate(graph, backend, seeds, budget, batch=100, settings=None, workdir=No
     backend gets a fresh page database under ``workdir`` (a temporary
     directory by default) with fsync off.
     """
+    own_dir = workdir is None
     workdir = workdir or tempfile.mkdtemp(prefix="linkrank-sim-")
+    try:
+        return _simulate(graph, backend, seeds, budget, batch, settings, workdir)
+    finally:
+        if own_dir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _simulate(graph, backend, seeds, budget, batch, settings, workdir):
     attrs = {
         "BACKEND": backend,
         "MIDDLEWARES": [],  # fingerprints are precomputed below
