@@ -1,0 +1,1 @@
+"""Recrawl: change detection, change-rate estimates, refresh order (ALGORITHMS.md §5)."""

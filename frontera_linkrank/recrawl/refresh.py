@@ -1,0 +1,146 @@
+"""Which crawled page to refresh next (ALGORITHMS.md §5).
+
+The value of refreshing page ``i`` now, ``τ`` after its last fetch, with
+importance ``w`` and change rate ``λ``, is
+
+    V(τ) = (w / λ) · [1 - (1 + λτ) e^{-λτ}]
+
+V grows with τ (from 0 to ``w/λ``), so instead of evaluating it for every
+page at every decision, each page gets a *due time*: the moment its value
+reaches a threshold ``μ``, ``last + τ*`` with ``V(τ*) = μ``. Pages wait in
+a heap ordered by due time (:class:`RefreshIndex`); the next refresh is the
+most overdue page, found in O(log n). ``μ`` sets how often pages come due
+overall: :func:`solve_threshold` picks it so that the refresh rate matches
+the bandwidth given to refreshes.
+
+>>> import numpy as np
+>>> w, lam = np.array([1.0, 1.0]), np.array([0.1, 1.0])
+>>> tau = due_interval(w, lam, 0.2)
+>>> np.allclose(refresh_value(w, lam, tau), 0.2)
+True
+>>> bool(tau[1] < tau[0])  # the page that changes faster is due sooner
+True
+"""
+
+import heapq
+import math
+
+import numpy as np
+
+
+def _f(x):
+    """1 - (1 + x) e^{-x}, accurate for small x."""
+    return -np.expm1(-x) - x * np.exp(-x)
+
+
+def refresh_value(w, lam, tau):
+    """``V(τ)`` for arrays of importance, change rate and time since fetch."""
+    w, lam, tau = np.broadcast_arrays(*(np.asarray(a, np.float64) for a in (w, lam, tau)))
+    x = lam * tau
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = np.where(lam > 0, w * _f(x) / np.where(lam > 0, lam, 1.0), 0.0)
+    return v
+
+
+def due_interval(w, lam, mu):
+    """Time ``τ*`` after a fetch at which ``V(τ*) = mu`` (inf if never)."""
+    w, lam = np.broadcast_arrays(np.asarray(w, np.float64), np.asarray(lam, np.float64))
+    target = np.full(w.shape, np.inf)
+    ok = (w > 0) & (lam > 0)
+    target[ok] = mu * lam[ok] / w[ok]  # need f(x) = target, f < 1
+    reach = ok & (target < 1.0)
+    x = np.full(w.shape, np.inf)
+    if reach.any():
+        t = target[reach]
+        # Bisection on f(x) = t over x in [0, hi]: f is increasing.
+        lo = np.zeros_like(t)
+        hi = np.maximum(1.0, -np.log1p(-t) * 2 + 2)
+        while (_f(hi) < t).any():
+            hi = np.where(_f(hi) < t, hi * 2, hi)
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            below = _f(mid) < t
+            lo = np.where(below, mid, lo)
+            hi = np.where(below, hi, mid)
+        x[reach] = 0.5 * (lo + hi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(reach, x / np.where(lam > 0, lam, 1.0), np.inf)
+
+
+def solve_threshold(w, lam, rate, lo=1e-300, hi=None):
+    """Threshold ``μ`` at which pages come due ``rate`` times per unit time
+    in total (``Σ 1/τ*(μ) = rate``), by bisection in log space."""
+    w = np.asarray(w, np.float64)
+    lam = np.asarray(lam, np.float64)
+    if rate <= 0 or not len(w):
+        return math.inf
+    hi = hi or float(np.max(np.where(lam > 0, w / np.where(lam > 0, lam, 1), 0))) or 1.0
+
+    def total(mu):
+        return float((1.0 / due_interval(w, lam, mu)).sum())
+
+    if total(lo) < rate:
+        return lo  # even the lowest threshold cannot use the bandwidth
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        if total(mid) > rate:
+            lo = mid
+        else:
+            hi = mid
+        if hi / lo < 1 + 1e-9:
+            break
+    return math.sqrt(lo * hi)
+
+
+class RefreshIndex:
+    """Crawled pages by due time; lazily updated like the frontier queue.
+
+    >>> idx = RefreshIndex()
+    >>> idx.schedule(7, 10.0); idx.schedule(8, 5.0); idx.schedule(7, 3.0)
+    >>> idx.pop_due(now=6.0, n=10)
+    [7, 8]
+    >>> idx.pop_due(now=100.0, n=10)
+    []
+    """
+
+    def __init__(self):
+        self._heap = []
+        self._due = {}
+
+    def __len__(self):
+        return len(self._due)
+
+    def schedule(self, page, due):
+        """(Re)set ``page``'s due time (inf: never)."""
+        if math.isinf(due) or math.isnan(due):
+            self._due.pop(page, None)
+            return
+        self._due[page] = due
+        heapq.heappush(self._heap, (due, page))
+
+    def remove(self, page):
+        self._due.pop(page, None)
+
+    def due_count(self, now):
+        return sum(1 for d in self._due.values() if d <= now)
+
+    def pop_due(self, now, n, skip=None):
+        """Up to ``n`` pages due at ``now``, most overdue first; pages for
+        which ``skip(page)`` is true stay scheduled."""
+        out, kept = [], []
+        heap, due = self._heap, self._due
+        while heap and len(out) < n and heap[0][0] <= now:
+            d, page = heapq.heappop(heap)
+            if due.get(page) != d:
+                continue  # stale entry
+            if skip is not None and skip(page):
+                kept.append((d, page))
+                continue
+            del due[page]
+            out.append(page)
+        for entry in kept:
+            heapq.heappush(heap, entry)
+        if len(heap) > 4 * len(due) + 1024:  # drop stale entries
+            self._heap = [(d, p) for p, d in due.items()]
+            heapq.heapify(self._heap)
+        return out
