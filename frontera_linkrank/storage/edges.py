@@ -128,6 +128,12 @@ class EdgeStore:
     def n_blocks(self):
         return len(self._blocks)
 
+    @property
+    def n_stored_edges(self):
+        """Edges in all blocks, superseded rows included (an upper bound on
+        the current links)."""
+        return sum(b[2] for b in self._blocks)
+
     # -- batch ----------------------------------------------------------------
     def add(self, src, dst):
         """Record that page ``src`` now links to ``dst`` (distinct indices)."""

@@ -37,6 +37,7 @@ import logging
 import os
 import pickle
 import struct
+import threading
 import time
 
 import lmdb
@@ -112,6 +113,10 @@ class PageDB:
         self.readonly = readonly
         self.checkpoint_bytes = int(checkpoint_bytes)
         self._lock_fd = None
+        # Held by other threads' read transactions (reader()); the map is
+        # only resized under it: LMDB forbids a resize while this process
+        # has a transaction open, and a reader would fault on the old map.
+        self._remap_lock = threading.Lock()
         self._check_path()
         if not readonly:
             os.makedirs(self.path, exist_ok=True)
@@ -391,6 +396,21 @@ class PageDB:
             return contextlib.nullcontext(self._ro_txn)
         return self._read_txn(buffers=True)
 
+    @contextlib.contextmanager
+    def reader(self):
+        """A read transaction on the last commit for *another thread* (a
+        background ranking). While it is open the map cannot grow: a commit
+        that needs more room waits for it to end."""
+        if self.readonly:
+            yield self._ro_txn
+            return
+        with self._remap_lock:
+            txn = self._read_txn(buffers=True)
+            try:
+                yield txn
+            finally:
+                txn.abort()
+
     def urls(self, idx, txn=None):
         """URLs of the pages ``idx`` (list of str; committed pages and pages
         added in the current batch)."""
@@ -545,7 +565,21 @@ class PageDB:
     def _grow(self):
         size = self.env.info()["map_size"] * 2
         logger.info("page database map full; growing it to %d MiB", size >> 20)
-        self.env.set_mapsize(size)
+        with self._remap_lock:
+            self.env.set_mapsize(size)
+
+    def reserve(self, fraction=0.5):
+        """Grow the map now if less than ``fraction`` of it is free, so that
+        commits made while another thread holds a :meth:`reader` do not
+        have to wait for it."""
+        info, stat = self.env.info(), self.env.stat()
+        used = (info["last_pgno"] + 1) * stat["psize"]
+        size = info["map_size"]
+        while size - used < fraction * size:
+            size *= 2
+        if size != info["map_size"]:
+            with self._remap_lock:
+                self.env.set_mapsize(size)
 
 
 SCORE_CHUNK = 1 << 20  # values per LMDB value (8 MiB)

@@ -63,7 +63,7 @@ class VertexTable:
     >>> t = VertexTable()
     >>> t.append(3)
     0
-    >>> t.n, t.cash[:t.n].tolist(), t.parent[0] == NO_PAGE
+    >>> t.n, t.cash[:t.n].tolist(), bool(t.parent[0] == NO_PAGE)
     (3, [0.0, 0.0, 0.0], True)
     """
 

@@ -1,0 +1,224 @@
+"""The link graph as seen by the rankers: two products and the out-degrees.
+
+PageRank and HITS need only ``push(x)`` (``y[j] = sum of x[i] over links
+i -> j``, i.e. ``A.T @ x``), ``pull(y)`` (``x[i] = sum of y[j] over links
+i -> j``, i.e. ``A @ y``) and the out-degree of every page, so they run
+unchanged on any of:
+
+- :class:`MatrixLinks`: a scipy sparse adjacency matrix (row = source);
+- :func:`database_links`: the current links of a page database snapshot,
+  either *loaded* once into a CSR matrix (:class:`MatrixLinks`, about
+  12 bytes per link) or *streamed* from the LMDB blocks on every product
+  (:class:`StreamedLinks`, a few bytes per *page*: the blocks are read in
+  place from the memory map, never copied).
+
+Links are counted once (duplicates merged) and self-links are dropped,
+matching what the crawl stores. Optionally only links between pages of
+different hosts are kept (``inter_host``): same-host links are mostly
+navigation (ALGORITHMS.md §2).
+
+Examples
+--------
+>>> import numpy as np, scipy.sparse as sp
+>>> g = MatrixLinks(sp.csr_matrix(np.array([[0, 1, 1], [0, 0, 1], [1, 0, 0]])))
+>>> g.out_degree.tolist(), g.push(np.ones(3)).tolist(), g.pull(np.ones(3)).tolist()
+([2, 1, 1], [1.0, 1.0, 2.0], [2.0, 1.0, 1.0])
+"""
+
+import json
+
+import numpy as np
+import scipy.sparse as sp
+
+LINK_BYTES_LOADED = 12  # bytes per link of a loaded graph (int32 index + float64 weight)
+
+
+class MatrixLinks:
+    """Links held in memory as the CSR matrix of ``A.T`` (row = target).
+
+    Parameters
+    ----------
+    adjacency : sparse matrix, shape (n, n)
+        ``adjacency[i, j] != 0`` for a link from ``i`` to ``j``.
+    hosts : ndarray of int, optional
+        Host of each page; with ``inter_host`` only links between pages of
+        different hosts are kept.
+    inter_host : bool
+    """
+
+    streamed = False
+
+    def __init__(self, adjacency, hosts=None, inter_host=False):
+        a = sp.csr_matrix(adjacency)
+        a.sum_duplicates()
+        coo = a.tocoo()
+        keep = coo.row != coo.col
+        if inter_host:
+            if hosts is None:
+                raise ValueError("inter_host needs the host of every page")
+            hosts = np.asarray(hosts)
+            keep &= hosts[coo.row] != hosts[coo.col]
+        self._init(coo.row[keep], coo.col[keep], a.shape[0])
+
+    @classmethod
+    def from_edges(cls, src, dst, n):
+        """Links ``src[k] -> dst[k]`` between ``n`` pages, given distinct and
+        without self-links (as the page database stores them)."""
+        self = cls.__new__(cls)
+        self._init(np.asarray(src), np.asarray(dst), n)
+        return self
+
+    def _init(self, src, dst, n):
+        self.n = int(n)
+        # CSC of A is CSR of A.T: push (the PageRank product) is then a
+        # row-wise CSR product, scipy's fastest.
+        a = sp.csc_matrix((np.ones(len(src)), (np.asarray(src, np.int64), np.asarray(dst, np.int64))), shape=(n, n))
+        a.sum_duplicates()
+        a.data[:] = 1.0
+        self._at = a.T  # csr, row = target
+        self.n_links = a.nnz
+        self.out_degree = np.bincount(a.indices, minlength=self.n).astype(np.int64)
+
+    def push(self, x):
+        """``y[j] = sum(x[i] for links i -> j)``."""
+        return self._at @ x
+
+    def pull(self, y):
+        """``x[i] = sum(y[j] for links i -> j)``."""
+        return self._at.T @ y
+
+    @property
+    def nbytes(self):
+        m = self._at
+        return m.data.nbytes + m.indices.nbytes + m.indptr.nbytes + self.out_degree.nbytes
+
+
+class StreamedLinks:
+    """The current links of a page database snapshot, read block by block
+    from LMDB on every product.
+
+    Superseded rows (a page recrawled later has a newer row) stay in the
+    blocks; a per-row mask computed once here gives them weight 0. The
+    transaction ``txn`` must stay open (the arrays are views on the map).
+
+    Parameters
+    ----------
+    edges : EdgeStore
+    txn : lmdb.Transaction
+        Read transaction (``buffers=True``) of the snapshot.
+    n : int
+        Pages in the snapshot.
+    hosts : ndarray of int, optional
+    inter_host : bool
+        Keep only links between different hosts (a per-link mask is then
+        computed on every product: slower, still no copy of the links).
+    """
+
+    streamed = True
+
+    def __init__(self, edges, txn, n, hosts=None, inter_host=False):
+        self.n = int(n)
+        self.inter_host = bool(inter_host)
+        if inter_host and hosts is None:
+            raise ValueError("inter_host needs the host of every page")
+        self.hosts = None if hosts is None else np.asarray(hosts)[: self.n]
+        self._blocks = []  # (src int64, live float64 or None, csr matrix rows x n)
+        seen = np.zeros(self.n, bool)
+        deg = np.zeros(self.n, np.int64)
+        self.n_links = 0
+        ones = np.ones(max((b.n_edges for b in edges.iter_blocks(txn)), default=0))
+        for blk in edges.iter_blocks(txn, newest_first=True):
+            src = blk.src.astype(np.int64)
+            fresh = ~seen[src]
+            seen[src] = True
+            if not fresh.any():
+                continue
+            m = sp.csr_matrix(
+                (ones[: blk.n_edges], blk.dst.view(np.int32), blk.ptr.view(np.int32)),
+                shape=(len(src), self.n),
+                copy=False,
+            )
+            live = None if fresh.all() else fresh.astype(np.float64)
+            if inter_host:
+                counts = self._row_counts(src, m)
+            else:
+                counts = np.diff(blk.ptr.astype(np.int64))
+            counts = counts * fresh
+            deg[src] += counts
+            self.n_links += int(counts.sum())
+            self._blocks.append((src, live, m))
+        self.out_degree = deg
+        self.nbytes = deg.nbytes + seen.nbytes + sum(
+            s.nbytes + (0 if l is None else l.nbytes) for s, l, _ in self._blocks
+        )
+
+    def _mask(self, src, m):
+        """Per-link weights: 1 for links between different hosts."""
+        h = self.hosts
+        return (np.repeat(h[src], np.diff(m.indptr)) != h[m.indices]).astype(np.float64)
+
+    def _row_counts(self, src, m):
+        rows = np.repeat(np.arange(len(src)), np.diff(m.indptr))
+        return np.bincount(rows, weights=self._mask(src, m), minlength=len(src)).astype(np.int64)
+
+    def _matrix(self, src, m):
+        if not self.inter_host:
+            return m
+        return sp.csr_matrix((self._mask(src, m), m.indices, m.indptr), shape=m.shape, copy=False)
+
+    def push(self, x):
+        y = np.zeros(self.n)
+        for src, live, m in self._blocks:
+            xs = x[src] if live is None else x[src] * live
+            y += self._matrix(src, m).T @ xs
+        return y
+
+    def pull(self, y):
+        x = np.zeros(self.n)
+        for src, live, m in self._blocks:
+            got = self._matrix(src, m) @ y
+            x[src] += got if live is None else got * live
+        return x
+
+
+def database_links(db, txn, n=None, mode="auto", inter_host=False, memory_limit=2 * 1024**3):
+    """The current links of page database ``db`` in snapshot ``txn``.
+
+    Parameters
+    ----------
+    db : PageDB
+    txn : lmdb.Transaction
+        Read transaction (``buffers=True``) that stays open while the
+        result is used.
+    n : int, optional
+        Pages in the snapshot (default: the ``n_pages`` of its metadata).
+    mode : {"auto", "memory", "stream"}
+        ``memory`` loads the links once into a CSR matrix, ``stream``
+        reads them from the LMDB blocks on every product; ``auto`` loads
+        them when they take less than ``memory_limit`` bytes.
+    inter_host : bool
+        Keep only links between pages of different hosts.
+    """
+    if n is None:
+        n = snapshot_pages(db, txn)
+    hosts = db.vertices.host[:n].astype(np.int64) if inter_host else None
+    if mode == "auto":
+        mode = "memory" if db.edges.n_stored_edges * LINK_BYTES_LOADED <= memory_limit else "stream"
+    if mode == "stream":
+        return StreamedLinks(db.edges, txn, n, hosts, inter_host)
+    if mode != "memory":
+        raise ValueError(f"mode must be auto, memory or stream, not {mode!r}")
+    src, dst = db.edges.current_edges(txn, n)
+    if inter_host:
+        keep = hosts[src] != hosts[dst]
+        src, dst = src[keep], dst[keep]
+    return MatrixLinks.from_edges(src, dst, n)
+
+
+def snapshot_pages(db, txn):
+    """Number of pages committed in the snapshot ``txn``."""
+    raw = txn.get(b"meta", db=db.dbs[b"meta"])
+    return int(json.loads(bytes(raw)).get("n_pages", 0))
+
+
+__all__ = ["MatrixLinks", "StreamedLinks", "database_links", "snapshot_pages"]

@@ -1,0 +1,130 @@
+"""PageRank, plain and personalised, by power iteration (ALGORITHMS.md §2).
+
+    x_i <- d * sum_{j -> i} x_j / n_j  +  r_i * (1 - d * sum_{j: n_j > 0} x_j)
+
+``n_j`` is the out-degree of ``j`` and ``r`` the teleport vector: uniform
+for plain PageRank, the pages' content scores normalised to sum 1 for
+personalised PageRank (TrustRank when ``r`` is 1 on trusted pages). The
+mass of dangling pages follows ``r``, so ``x`` keeps summing to 1.
+
+Iteration stops when the L1 change ``sum |x_new - x_old|`` (relative to
+``sum x = 1``) falls below ``tol``, or after ``max_iter`` iterations; the
+result says which. A per-value criterion (Aduana's "largest change <
+1e-4") stops after two iterations at a million pages, where every value is
+about 1e-6: don't.
+
+Examples
+--------
+>>> import numpy as np, scipy.sparse as sp
+>>> a = sp.csr_matrix(np.array([[0, 1, 1], [0, 0, 1], [1, 0, 0]]))
+>>> r = pagerank(a)
+>>> r.scores.round(4).tolist(), r.stopped
+([0.3878, 0.2148, 0.3974], 'tolerance')
+>>> pagerank(a, teleport=[1, 0, 0]).scores.round(4).tolist()  # personalised
+[0.4522, 0.1922, 0.3556]
+"""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .links import MatrixLinks
+
+
+@dataclass
+class RankResult:
+    """Scores of a power iteration and how it ended."""
+
+    scores: np.ndarray
+    iterations: int
+    delta: float  # relative L1 change of the last iteration
+    converged: bool
+    seconds: float = 0.0
+    info: dict = field(default_factory=dict)
+
+    @property
+    def stopped(self):
+        """``"tolerance"`` or ``"max_iter"``: what stopped the iteration."""
+        return "tolerance" if self.converged else "max_iter"
+
+
+def as_links(graph):
+    """A link operator (see :mod:`.links`) for ``graph``: passed through if it
+    already is one, else a sparse adjacency matrix (row = source)."""
+    if hasattr(graph, "push") and hasattr(graph, "out_degree"):
+        return graph
+    return MatrixLinks(graph)
+
+
+def teleport_vector(n, weights=None):
+    """Normalised teleport vector: uniform, or ``weights`` (nan and negative
+    values count 0). Raises ValueError if no weight is positive."""
+    if weights is None:
+        return np.full(n, 1.0 / n) if n else np.zeros(0)
+    r = np.asarray(weights, np.float64)
+    if r.shape != (n,):
+        raise ValueError(f"teleport vector has shape {r.shape}, expected ({n},)")
+    r = np.where(np.isfinite(r) & (r > 0), r, 0.0)
+    total = r.sum()
+    if not total > 0:
+        raise ValueError("teleport vector has no positive weight")
+    return r / total
+
+
+def pagerank(graph, damping=0.85, teleport=None, tol=1e-8, max_iter=200, x0=None, callback=None):
+    """PageRank of ``graph`` by power iteration.
+
+    Parameters
+    ----------
+    graph : sparse matrix or link operator
+        Adjacency (row = source) or a :mod:`.links` operator (a page
+        database snapshot, loaded or streamed).
+    damping : float
+        Probability of following a link.
+    teleport : array of float, optional
+        Teleport weights per page (normalised here); uniform if omitted.
+    tol : float
+        Stop when the L1 change of an iteration is below this.
+    max_iter : int
+    x0 : array of float, optional
+        Start vector (normalised); the teleport vector if omitted. A
+        previous result makes a recomputation converge in fewer steps.
+    callback : callable(iteration, delta), optional
+        Called after each iteration (progress reports).
+
+    Returns
+    -------
+    RankResult
+        ``scores`` sum to 1.
+    """
+    start = time.perf_counter()
+    links = as_links(graph)
+    n = links.n
+    if n == 0:
+        return RankResult(np.zeros(0), 0, 0.0, True)
+    r = teleport_vector(n, teleport)
+    deg = links.out_degree
+    inv = np.divide(1.0, deg, out=np.zeros(n), where=deg > 0)
+    if x0 is None:
+        x = r.copy()
+    else:
+        x = np.asarray(x0, np.float64)[:n].copy()
+        if x.shape != (n,) or not x.sum() > 0:
+            x = r.copy()
+        x /= x.sum()
+    delta = np.inf
+    it = 0
+    while it < max_iter:
+        it += 1
+        y = links.push(x * inv)
+        y *= damping
+        # Teleport plus dangling mass: all that did not flow along a link.
+        y += r * (1.0 - y.sum())
+        delta = float(np.abs(y - x).sum())
+        x = y
+        if callback is not None:
+            callback(it, delta)
+        if delta < tol:
+            break
+    return RankResult(x, it, delta, delta < tol, time.perf_counter() - start)

@@ -1,0 +1,260 @@
+"""PageRank and HITS over a page database, once or periodically during a crawl.
+
+:func:`rank_snapshot` computes the rankings on one LMDB read transaction,
+so every product of every iteration sees the same commit (Aduana's
+PageRank turned every value into NaN when pages were added while it ran:
+each pass saw another snapshot). Pages committed later are simply beyond
+the vectors' length; :class:`RankScores` gives them a defined value.
+
+:class:`BackgroundRanker` runs :func:`rank_snapshot` in a thread with its
+own snapshot while the crawl goes on: the products are scipy/numpy calls
+that release the GIL for most of their time, and the crawl's thread only
+waits for the (short) hand-over of the finished vectors.
+
+Score vectors are stored in the page database's ``scores`` table under the
+names ``pagerank``, ``authority`` and ``hub``, each with an info record
+(version, time, pages covered, iterations, what stopped the iteration).
+"""
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .hits import hits
+from .links import database_links, snapshot_pages
+from .pagerank import pagerank
+
+logger = logging.getLogger(__name__)
+
+ALGORITHMS = ("pagerank", "hits")
+VECTORS = {"pagerank": ("pagerank",), "hits": ("authority", "hub")}
+
+
+@dataclass
+class RankConfig:
+    """What to compute and how (the ``LINKRANK_RANK_*`` settings)."""
+
+    algorithms: tuple = ALGORITHMS
+    personalized: bool = False
+    inter_host: bool = False
+    edges: str = "auto"  # "auto", "memory" or "stream"
+    memory_limit: int = 2 * 1024**3
+    damping: float = 0.85
+    tol: float = 1e-8
+    max_iter: int = 200
+
+    @classmethod
+    def from_settings(cls, s, algorithms=None):
+        """From :class:`~frontera_linkrank.settings.LinkRankSettings`."""
+        return cls(
+            algorithms=tuple(algorithms or s.RANK_ALGORITHMS),
+            personalized=s.RANK_PERSONALIZED,
+            inter_host=s.RANK_INTER_HOST,
+            edges=s.RANK_EDGES,
+            memory_limit=s.RANK_MEMORY_LIMIT,
+            damping=s.DAMPING,
+            tol=s.RANK_TOLERANCE,
+            max_iter=s.RANK_MAX_ITERATIONS,
+        )
+
+
+@dataclass
+class Ranking:
+    """Score vectors of one recomputation, covering pages ``0 .. n_pages-1``."""
+
+    version: int
+    time: float
+    n_pages: int
+    vectors: dict  # name -> float64 array of length n_pages
+    info: dict = field(default_factory=dict)  # name -> details (JSON-serialisable)
+
+
+def content_scores(db, n):
+    """Copy of the spider's content scores of the first ``n`` pages (nan: none)."""
+    return db.vertices.score[:n].astype(np.float64)
+
+
+def rank_snapshot(db, config=None, txn=None, version=None, previous=None, scores=None):
+    """Compute the rankings of ``config`` on one snapshot of ``db``.
+
+    Parameters
+    ----------
+    db : PageDB
+    config : RankConfig
+    txn : lmdb.Transaction, optional
+        Read transaction to use (default: a new one on the last commit).
+    version : int, optional
+        Version of the result (default: one more than the stored one).
+    previous : Ranking, optional
+        Last result: its PageRank starts the iteration (fewer steps).
+    scores : ndarray, optional
+        Content scores (default: read from ``db``'s page table).
+
+    Returns
+    -------
+    Ranking
+    """
+    config = config or RankConfig()
+    if txn is None:
+        with db.snapshot() as own:
+            return rank_snapshot(db, config, own, version, previous, scores)
+    started = time.time()
+    n = snapshot_pages(db, txn)
+    if version is None:
+        version = stored_version(db, txn) + 1
+    if scores is None and config.personalized:
+        scores = content_scores(db, n)
+    links = database_links(db, txn, n, config.edges, config.inter_host, config.memory_limit)
+    common = {
+        "version": version,
+        "time": started,
+        "n_links": int(links.n_links),
+        "edges": "stream" if links.streamed else "memory",
+        "inter_host": config.inter_host,
+        "personalized": config.personalized,
+    }
+    vectors, info = {}, {}
+    if "pagerank" in config.algorithms:
+        teleport = None
+        if config.personalized:
+            teleport = np.where(np.isfinite(scores) & (scores > 0), scores, 0.0)
+            if not teleport.sum() > 0:
+                logger.warning("personalised PageRank: no page has a positive content score yet; uniform teleport")
+                teleport = None
+        x0 = previous.vectors.get("pagerank") if previous is not None else None
+        if x0 is not None:
+            x0 = np.concatenate([x0[:n], np.full(max(0, n - len(x0)), 1.0 / max(n, 1))])
+        r = pagerank(links, config.damping, teleport, config.tol, config.max_iter, x0=x0)
+        vectors["pagerank"] = r.scores
+        info["pagerank"] = {
+            **common, "damping": config.damping, "iterations": r.iterations, "delta": r.delta,
+            "stopped": r.stopped, "seconds": r.seconds,
+            "personalized": config.personalized and teleport is not None,
+        }  # fmt: skip
+    if "hits" in config.algorithms:
+        h = hits(links, scores if config.personalized else None, config.tol, config.max_iter)
+        vectors["authority"] = h.authorities
+        vectors["hub"] = h.hubs
+        info["authority"] = info["hub"] = {
+            **common, "iterations": h.iterations, "delta": h.delta, "stopped": h.stopped, "seconds": h.seconds,
+        }  # fmt: skip
+    return Ranking(version, started, n, vectors, info)
+
+
+def stored_version(db, txn=None):
+    """Version of the last stored ranking (0 if none)."""
+    best = 0
+    for name in ("pagerank", "authority"):
+        _, info = db.read_scores(name, txn)
+        if info:
+            best = max(best, int(info.get("version", 0)))
+    return best
+
+
+def store(db, ranking):
+    """Write a ranking's vectors into ``db`` (writer), one transaction."""
+    for name, values in ranking.vectors.items():
+        db.write_scores({name: values}, ranking.info.get(name, {}))
+
+
+def load_stored(db):
+    """The rankings stored in ``db`` as one :class:`Ranking` (vectors may
+    cover different numbers of pages), or None."""
+    vectors, info = {}, {}
+    with db.snapshot() as txn:
+        for name in ("pagerank", "authority", "hub"):
+            values, meta = db.read_scores(name, txn)
+            if values is not None:
+                vectors[name] = values
+                info[name] = meta
+    if not vectors:
+        return None
+    version = max(int(m.get("version", 0)) for m in info.values())
+    when = max(float(m.get("time", 0)) for m in info.values())
+    return Ranking(version, when, max(len(v) for v in vectors.values()), vectors, info)
+
+
+class BackgroundRanker:
+    """One recomputation at a time in a daemon thread, with its own snapshot.
+
+    ``start`` returns at once; ``poll`` returns the finished
+    :class:`Ranking` once (or None). A failure is logged and reported by
+    ``poll`` as None; the crawl goes on with the previous scores.
+    """
+
+    def __init__(self, db, config):
+        self.db = db
+        self.config = config
+        self._thread = None
+        self._result = None
+        self._error = None
+        self.started_at = None
+
+    @property
+    def running(self):
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self, version, previous=None, scores=None):
+        if self.running:
+            return False
+        self._result = self._error = None
+        self.started_at = time.time()
+
+        def run():
+            try:
+                with self.db.reader() as txn:
+                    self._result = rank_snapshot(self.db, self.config, txn, version, previous, scores)
+            except Exception as e:  # noqa: BLE001 - reported, the crawl goes on
+                logger.exception("ranking failed")
+                self._error = e
+
+        self._thread = threading.Thread(target=run, name="linkrank-ranker", daemon=True)
+        self._thread.start()
+        return True
+
+    def poll(self):
+        """The finished ranking (once), or None if none is ready."""
+        if self._thread is None or self._thread.is_alive():
+            return None
+        self._thread = None
+        result, self._result = self._result, None
+        return result
+
+    def join(self, timeout=None):
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+
+class RankScores:
+    """The last ranking as the scheduler sees it: per-page values, with a
+    defined value for pages discovered after the ranking was computed.
+
+    ``values(name, idx)`` is the stored score for pages the ranking
+    covered and ``fill`` (default 0) for newer pages, never nan.
+    """
+
+    def __init__(self, ranking=None):
+        self.ranking = ranking
+
+    @property
+    def n(self):
+        return 0 if self.ranking is None else self.ranking.n_pages
+
+    @property
+    def version(self):
+        return 0 if self.ranking is None else self.ranking.version
+
+    def values(self, name, idx, fill=0.0):
+        idx = np.asarray(idx, np.int64)
+        out = np.full(len(idx), float(fill))
+        if self.ranking is None:
+            return out
+        vec = self.ranking.vectors.get(name)
+        if vec is None:
+            return out
+        known = idx < len(vec)
+        out[known] = vec[idx[known]]
+        return out
