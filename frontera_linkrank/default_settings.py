@@ -85,10 +85,16 @@ LINKRANK_EXTERNAL_WEIGHT = 1.0
 # -- Scheduling -------------------------------------------------------------
 
 # Priority of unfetched pages:
-#   "opic"  largest AOPIC cash first (greedy OPIC)
-#   "fifo"  discovery order (breadth-first from the seeds)
-#   "score" largest content score first: the score the spider gave the link,
-#           else the best content score of the crawled pages linking to it
+#   "opic"     largest AOPIC cash first (greedy OPIC)
+#   "fifo"     discovery order (breadth-first from the seeds)
+#   "score"    largest content score first: the score the spider gave the
+#              link, else the best content score of the crawled pages
+#              linking to it
+#   "pagerank" largest PageRank of the last periodic ranking (pages found
+#              since then: discovery order, after the ranked ones)
+#   "hits"     largest HITS authority of the last periodic ranking (idem)
+#   "hybrid"   AOPIC cash plus LINKRANK_HYBRID_WEIGHT times the PageRank of
+#              the last ranking (pages found since: their cash alone)
 LINKRANK_POLICY = "opic"
 
 # At most this many requests for one host in one batch. 0: no cap.
@@ -109,3 +115,83 @@ LINKRANK_LEASE_TIMEOUT = 3600.0
 # recorded as an error.
 LINKRANK_MAX_RETRIES = 2
 LINKRANK_RETRY_DELAY = 60.0
+
+# -- Scrapy scheduler (frontera_linkrank.scrapy.LinkRankScheduler) -------------
+# Read from the Scrapy project's settings, like every LINKRANK_* setting.
+
+# A file of seed URLs: one per line; blank lines and lines starting with "#"
+# are skipped. Read at every start; seeds crawled by an earlier run on the
+# same database are skipped, so a second run resumes instead of restarting.
+# None: seeds come only from the spider's start().
+LINKRANK_SEEDS_FILE = None
+
+# Page budget: stop handing out requests once the page database has recorded
+# this many fetched pages (its pages_crawled counter: every response, redirect
+# hops included, earlier runs on the same database included), and close the
+# spider (reason "linkrank_page_budget") when the requests in flight are back.
+# 0: no budget, the crawl ends when the frontier is empty.
+LINKRANK_MAX_PAGES = 0
+
+# Requests asked of the frontier at a time (each ask commits one write
+# transaction and applies the pages crawled since the last one).
+# 0: Scrapy's CONCURRENT_REQUESTS.
+LINKRANK_BATCH_SIZE = 0
+
+# Politeness: a host (a Scrapy downloader slot) with this many times its
+# concurrency (CONCURRENT_REQUESTS_PER_DOMAIN, or the slot's own) in requests
+# handed out and not finished is overused: the frontier skips it
+# (overused_keys) and hands out pages of other hosts, so one slow host does
+# not fill the downloader. With the Scrapy scheduler,
+# LINKRANK_MAX_REQUESTS_PER_HOST = 0 means the same number per host per batch.
+LINKRANK_OVERUSED_SLOT_FACTOR = 2.0
+
+# Seconds between progress lines in the log (and updates of the linkrank/*
+# figures in Scrapy's stats). 0: only at the end of the crawl.
+LINKRANK_LOG_INTERVAL = 30.0
+
+# -- Periodic ranking (PageRank, HITS) -------------------------------------------
+
+# Algorithms recomputed periodically during a crawl: a list of "pagerank"
+# and "hits". None: what LINKRANK_POLICY needs ("pagerank" for pagerank and
+# hybrid, "hits" for hits, nothing for the others). Rankings are stored in
+# the page database (page_db_dump shows them).
+LINKRANK_RANK_ALGORITHMS = None
+
+# Recompute after this many pages were crawled since the last ranking
+# started (0: not by count) ...
+LINKRANK_RANK_EVERY_PAGES = 10_000
+
+# ... or after this many seconds (0: not by time), whichever comes first.
+LINKRANK_RANK_INTERVAL = 600.0
+
+# Compute in a background thread with its own LMDB snapshot while the
+# crawl goes on (True), or inline in the crawl's thread (False: the crawl
+# waits, but runs are reproducible; simulations use it).
+LINKRANK_RANK_BACKGROUND = True
+
+# PageRank teleports to (and HITS authority flows back through) pages in
+# proportion to their content score (meta b"score"), instead of uniformly.
+LINKRANK_RANK_PERSONALIZED = False
+
+# Rank on links between different hosts only (same-host links are mostly
+# navigation).
+LINKRANK_RANK_INTER_HOST = False
+
+# Links "memory" (loaded once per ranking into a CSR matrix, ~12 bytes per
+# link), "stream" (read from the LMDB blocks on every iteration, a few
+# bytes per page) or "auto" (memory while they fit LINKRANK_RANK_MEMORY_LIMIT).
+LINKRANK_RANK_EDGES = "auto"
+LINKRANK_RANK_MEMORY_LIMIT = 2 * 1024**3
+
+# Stop an iteration when the L1 change of the scores (which sum to 1) is
+# below this, or after LINKRANK_RANK_MAX_ITERATIONS; the stored info says
+# which stopped it.
+LINKRANK_RANK_TOLERANCE = 1e-8
+LINKRANK_RANK_MAX_ITERATIONS = 200
+
+# Policy "hybrid": weight of the last PageRank against AOPIC cash (both sum
+# to at most 1 over the pages, so the weight does not depend on the crawl's
+# size). 64: the ranking orders the pages it knows, cash orders the pages
+# found since, and a new page with much cash can overtake weakly ranked ones.
+# Measured on uk-2007 (README): 16 and 256 collect less PageRank at 10-20%.
+LINKRANK_HYBRID_WEIGHT = 64.0

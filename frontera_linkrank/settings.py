@@ -8,10 +8,15 @@ of deep inside a crawl.
 """
 
 import math
+import os
 
 from . import default_settings
 
-POLICIES = ("opic", "fifo", "score")
+POLICIES = ("opic", "fifo", "score", "pagerank", "hits", "hybrid")
+RANK_ALGORITHMS = ("pagerank", "hits")
+RANK_EDGES = ("auto", "memory", "stream")
+# Rankings each policy needs recomputed.
+POLICY_RANKINGS = {"pagerank": ("pagerank",), "hybrid": ("pagerank",), "hits": ("hits",)}
 OMEGA_POLICIES = ("all", "unfetched", "fetched", "hosts")
 HISTORY_TIMES = ("wall", "cash")
 
@@ -171,10 +176,83 @@ class LinkRankSettings:
     def _check_retry_delay(self, v):
         return self._number(v, lo=0)
 
+    # Scrapy scheduler
+    def _check_seeds_file(self, v):
+        if v is None or v == "":
+            return None
+        if not isinstance(v, (str, os.PathLike)):
+            raise SettingsError("must be a file path")
+        return os.fspath(v)
+
+    def _check_max_pages(self, v):
+        return self._number(v, lo=0, integer=True)
+
+    def _check_batch_size(self, v):
+        return self._number(v, lo=0, integer=True)
+
+    def _check_overused_slot_factor(self, v):
+        return self._number(v, lo=0, open_lo=True)
+
+    def _check_log_interval(self, v):
+        return self._number(v, lo=0)
+
+    def _check_rank_algorithms(self, v):
+        if v is None or v == "":
+            return None  # what the policy needs (validate_combination)
+        if isinstance(v, str):
+            v = v.replace(",", " ").split()
+        out = []
+        for a in v:
+            a = self._choice(a, RANK_ALGORITHMS + ("both",))
+            out += list(RANK_ALGORITHMS) if a == "both" else [a]
+        return tuple(a for a in RANK_ALGORITHMS if a in out)
+
+    def _check_rank_every_pages(self, v):
+        return self._number(v, lo=0, integer=True)
+
+    def _check_rank_interval(self, v):
+        return self._number(v, lo=0)
+
+    def _check_rank_background(self, v):
+        return self._bool(v)
+
+    def _check_rank_personalized(self, v):
+        return self._bool(v)
+
+    def _check_rank_inter_host(self, v):
+        return self._bool(v)
+
+    def _check_rank_edges(self, v):
+        return self._choice(v, RANK_EDGES)
+
+    def _check_rank_memory_limit(self, v):
+        return self._number(v, lo=0, integer=True)
+
+    def _check_rank_tolerance(self, v):
+        return self._number(v, lo=0, open_lo=True)
+
+    def _check_rank_max_iterations(self, v):
+        return self._number(v, lo=1, integer=True)
+
+    def _check_hybrid_weight(self, v):
+        return self._number(v, lo=0)
+
     def validate_combination(self):
+        if self.RANK_ALGORITHMS is None:
+            self.RANK_ALGORITHMS = POLICY_RANKINGS.get(self.POLICY, ())
         if self.INTERNAL_WEIGHT == 0 and self.EXTERNAL_WEIGHT == 0:
             raise SettingsError(
                 "LINKRANK_INTERNAL_WEIGHT and LINKRANK_EXTERNAL_WEIGHT cannot both be 0"
+            )
+        missing = set(POLICY_RANKINGS.get(self.POLICY, ())) - set(self.RANK_ALGORITHMS)
+        if missing:
+            raise SettingsError(
+                f"LINKRANK_POLICY={self.POLICY!r} needs LINKRANK_RANK_ALGORITHMS to include {sorted(missing)}"
+            )
+        if self.POLICY in POLICY_RANKINGS and not (self.RANK_EVERY_PAGES or self.RANK_INTERVAL):
+            raise SettingsError(
+                f"LINKRANK_POLICY={self.POLICY!r} needs periodic ranking: "
+                "LINKRANK_RANK_EVERY_PAGES and LINKRANK_RANK_INTERVAL cannot both be 0"
             )
         if self.OMEGA_POLICY == "hosts" and not self.OMEGA_HOSTS:
             raise SettingsError(

@@ -6,6 +6,10 @@ import pytest
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
 
+# Scripts run as subprocesses by the tests, not test modules (the suite
+# imports modules for their doctests).
+collect_ignore = ["crash_child.py"]
+
 SHARED_DATA = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data"))
 # Small data sets copied into the project (with attribution) for when
 # ../shared is absent.

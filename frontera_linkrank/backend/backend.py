@@ -28,6 +28,7 @@ from frontera.core.models import Request
 from ..scheduling import priority as priorities
 from ..scheduling.frontier import Frontier
 from ..scoring.aopic import Aopic
+from ..scoring.ranker import BackgroundRanker, RankConfig, RankScores, content_scores, load_stored, rank_snapshot, store
 from ..settings import LinkRankSettings
 from ..storage.pagedb import PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
@@ -171,12 +172,25 @@ class LinkRankBackend(Backend):
         self.host_known = np.bincount(v.host[: v.n], minlength=len(db.host_names)).tolist()
         self._host_ip = {}
         self._rejected_logged = {}
+        self._open_ranking()
         make = priorities.PRIORITIES[s.POLICY]
-        self.frontier = Frontier(v, make(v, self.aopic), priorities.host_class(s.POLICY, self.aopic))
+        keys = make(v, self.aopic, ranks=self.ranks, weight=s.HYBRID_WEIGHT)
+        self.frontier = Frontier(v, keys, priorities.host_class(s.POLICY, self.aopic))
         self.frontier.rebuild()
         self._pending = []
         self._pending_by_idx = {}
         self._last_commit = self.clock()
+
+    def _open_ranking(self):
+        """Periodic PageRank/HITS: the stored ranking, and when the next is due."""
+        s = self.settings
+        self.ranks = RankScores(load_stored(self.db) if s.RANK_ALGORITHMS else None)
+        self.rank_config = RankConfig.from_settings(s) if s.RANK_ALGORITHMS else None
+        self.ranker = BackgroundRanker(self.db, self.rank_config) if self.rank_config and s.RANK_BACKGROUND else None
+        crawled = self.counters.get("pages_crawled", 0)
+        # A crawl with pages but no ranking yet (say, switched to a ranked
+        # policy) ranks at once; otherwise after the configured interval.
+        self._rank_mark = (-1 if crawled and self.ranks.n == 0 else crawled, self.clock())
 
     def _mark_target_hosts(self, aopic, hosts):
         if aopic.policy != "hosts":
@@ -286,6 +300,8 @@ class LinkRankBackend(Backend):
         pass
 
     def frontier_stop(self):
+        if self.ranker is not None:
+            self.ranker.cancel()  # it holds a snapshot of the database we close
         if self.db.env is not None:
             self._flush()
             self._commit()
@@ -428,7 +444,8 @@ class LinkRankBackend(Backend):
         r.links.extend(links)
 
     def request_error(self, request, error):
-        """A fetch failed: retry later, or give up after ``LINKRANK_MAX_RETRIES``."""
+        """A fetch failed: retry later, or give up after ``LINKRANK_MAX_RETRIES``
+        (at once if ``request.meta[b'dont_retry']``: robots.txt, offsite)."""
         now = self.clock()
         i = self._find_or_create(request, depth=0)
         if i is None:
@@ -443,7 +460,7 @@ class LinkRankBackend(Backend):
         self.db.set_error(i, error)
         self.db.touch(i)
         self._count("fetch_errors")
-        if v.errors[i] > self.settings.MAX_RETRIES:
+        if v.errors[i] > self.settings.MAX_RETRIES or request.meta.get(b"dont_retry"):
             self.frontier.discard(i)
             self.aopic.leave(i)
             v.state[i] = ERROR
@@ -468,6 +485,7 @@ class LinkRankBackend(Backend):
         """
         self._flush()
         now = self.clock()
+        self._rank_step(now)
         fr = self.frontier
         fr.expire(now, self.settings.LEASE_TIMEOUT)
         fr.release_retries(now)
@@ -534,6 +552,56 @@ class LinkRankBackend(Backend):
             meta[b"depth"] = depths[k]
             out.append(req)
         return out
+
+    # -- periodic ranking --------------------------------------------------------------------
+    def _rank_step(self, now):
+        """Install a finished ranking; start the next one when it is due."""
+        if self.rank_config is None:
+            return
+        if self.ranker is not None:
+            done = self.ranker.poll()
+            if done is not None:
+                self._install_ranking(done)
+            if self.ranker.running:
+                return
+        s = self.settings
+        crawled = self.counters.get("pages_crawled", 0)
+        last_crawled, last_time = self._rank_mark
+        if crawled == last_crawled:
+            return
+        if not (
+            (s.RANK_EVERY_PAGES and crawled - last_crawled >= s.RANK_EVERY_PAGES)
+            or (s.RANK_INTERVAL and now - last_time >= s.RANK_INTERVAL)
+            or last_crawled < 0
+        ):
+            return
+        self._commit()  # the ranking's snapshot holds everything crawled so far
+        self._rank_mark = (crawled, now)
+        version = self.ranks.version + 1
+        # Content scores are copied now: the page table changes while a
+        # background ranking runs.
+        scores = content_scores(self.db, self.db.n_pages) if self.rank_config.personalized else None
+        if self.ranker is not None:
+            self.db.reserve()  # commits meanwhile should not need to grow the map
+            self.ranker.start(version, self.ranks.ranking, scores)
+        else:
+            self._install_ranking(rank_snapshot(self.db, self.rank_config, version=version,
+                                                previous=self.ranks.ranking, scores=scores))
+
+    def _install_ranking(self, ranking):
+        """Store a finished ranking and re-key the frontier by it."""
+        store(self.db, ranking)
+        self.ranks.ranking = ranking
+        if self.settings.POLICY in ("pagerank", "hits", "hybrid"):
+            self.frontier.rebuild()
+        self._count("rankings")
+        for name, info in ranking.info.items():
+            if name != "hub":
+                logger.info(
+                    "ranking %d: %s over %d pages, %d links: %d iterations (%s), %.2f s",
+                    ranking.version, name, ranking.n_pages, info["n_links"], info["iterations"],
+                    info["stopped"], info["seconds"],
+                )
 
     # -- applying a batch ------------------------------------------------------------------
     def _maybe_commit(self, now):
@@ -793,6 +861,8 @@ class LinkRankBackend(Backend):
             omega_cash=a.omega,
             history_total=a.G,
             error_bound=a.error_bound,
+            ranking_version=self.ranks.version,
+            ranking_pages=self.ranks.n,
         )
         return out
 

@@ -77,7 +77,11 @@ def content_scores(db, n):
     return db.vertices.score[:n].astype(np.float64)
 
 
-def rank_snapshot(db, config=None, txn=None, version=None, previous=None, scores=None):
+class Cancelled(Exception):
+    """A ranking was cancelled (the crawl is stopping)."""
+
+
+def rank_snapshot(db, config=None, txn=None, version=None, previous=None, scores=None, callback=None):
     """Compute the rankings of ``config`` on one snapshot of ``db``.
 
     Parameters
@@ -92,6 +96,8 @@ def rank_snapshot(db, config=None, txn=None, version=None, previous=None, scores
         Last result: its PageRank starts the iteration (fewer steps).
     scores : ndarray, optional
         Content scores (default: read from ``db``'s page table).
+    callback : callable(iteration, delta), optional
+        Called after every iteration (it may raise to cancel).
 
     Returns
     -------
@@ -100,7 +106,7 @@ def rank_snapshot(db, config=None, txn=None, version=None, previous=None, scores
     config = config or RankConfig()
     if txn is None:
         with db.snapshot() as own:
-            return rank_snapshot(db, config, own, version, previous, scores)
+            return rank_snapshot(db, config, own, version, previous, scores, callback)
     started = time.time()
     n = snapshot_pages(db, txn)
     if version is None:
@@ -127,7 +133,7 @@ def rank_snapshot(db, config=None, txn=None, version=None, previous=None, scores
         x0 = previous.vectors.get("pagerank") if previous is not None else None
         if x0 is not None:
             x0 = np.concatenate([x0[:n], np.full(max(0, n - len(x0)), 1.0 / max(n, 1))])
-        r = pagerank(links, config.damping, teleport, config.tol, config.max_iter, x0=x0)
+        r = pagerank(links, config.damping, teleport, config.tol, config.max_iter, x0=x0, callback=callback)
         vectors["pagerank"] = r.scores
         info["pagerank"] = {
             **common, "damping": config.damping, "iterations": r.iterations, "delta": r.delta,
@@ -135,7 +141,7 @@ def rank_snapshot(db, config=None, txn=None, version=None, previous=None, scores
             "personalized": config.personalized and teleport is not None,
         }  # fmt: skip
     if "hits" in config.algorithms:
-        h = hits(links, scores if config.personalized else None, config.tol, config.max_iter)
+        h = hits(links, scores if config.personalized else None, config.tol, config.max_iter, callback)
         vectors["authority"] = h.authorities
         vectors["hub"] = h.hubs
         info["authority"] = info["hub"] = {
@@ -191,6 +197,7 @@ class BackgroundRanker:
         self._thread = None
         self._result = None
         self._error = None
+        self._cancel = threading.Event()
         self.started_at = None
 
     @property
@@ -201,12 +208,19 @@ class BackgroundRanker:
         if self.running:
             return False
         self._result = self._error = None
+        self._cancel.clear()
         self.started_at = time.time()
+
+        def check(_iteration, _delta):
+            if self._cancel.is_set():
+                raise Cancelled()
 
         def run():
             try:
                 with self.db.reader() as txn:
-                    self._result = rank_snapshot(self.db, self.config, txn, version, previous, scores)
+                    self._result = rank_snapshot(self.db, self.config, txn, version, previous, scores, check)
+            except Cancelled:
+                logger.info("ranking cancelled")
             except Exception as e:  # noqa: BLE001 - reported, the crawl goes on
                 logger.exception("ranking failed")
                 self._error = e
@@ -226,6 +240,12 @@ class BackgroundRanker:
     def join(self, timeout=None):
         if self._thread is not None:
             self._thread.join(timeout)
+
+    def cancel(self):
+        """Stop a running ranking at its next iteration and wait for it."""
+        self._cancel.set()
+        self.join()
+        self._thread = None
 
 
 class RankScores:

@@ -1,0 +1,187 @@
+"""Periodic PageRank/HITS during a crawl, feeding the scheduler.
+
+Regression tests for the two bugs that made Aduana's ranked scheduler
+useless (scores that did not change the order of requests; pages added
+during a recomputation turning scores into NaN and getting lost), and a
+check that a background ranking does not stall the crawl.
+"""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import frontera_linkrank.scoring.ranker as ranker_module
+from frontera_linkrank.settings import SettingsError
+from frontera_linkrank.storage.bulk import add_graph
+from frontera_linkrank.storage.pagedb import PageDB
+from frontera_linkrank.storage.vertices import UNFETCHED
+from util import crawl, page_index, req
+
+HUBS = [f"http://hub{k}.test/" for k in range(5)]
+TARGETS = [f"http://t{k}.test/" for k in range(10)]
+
+
+def hub_links(k):
+    # Target t_j is linked from hubs 0..j//2: the later a target is
+    # discovered, the more hubs link to it, so discovery order is the
+    # reverse of PageRank order.
+    return [t for j, t in enumerate(TARGETS) if k <= j // 2]
+
+
+@pytest.mark.parametrize("policy,vector", [("pagerank", "pagerank"), ("hits", "authority"), ("hybrid", "pagerank")])
+def test_scores_change_the_order_of_requests(make_backend, policy, vector):
+    b = make_backend(POLICY=policy, RANK_BACKGROUND=False, RANK_EVERY_PAGES=5, RANK_INTERVAL=0, HYBRID_WEIGHT=64)
+    b.add_seeds([req(u) for u in HUBS])
+    first = b.get_next_requests(10)
+    assert sorted(r.url for r in first) == HUBS
+    for r in first:
+        crawl(b, r, hub_links(HUBS.index(r.url)))
+    got = [r.url for r in b.get_next_requests(10)]  # a ranking is due: computed before handing out
+    assert b.ranks.version == 1 and b.counters["rankings"] == 1
+    values, info = b.db.read_scores(vector)
+    assert info["version"] == 1 and len(values) == b.db.n_pages
+    score = {u: values[page_index(b.db, u)] for u in TARGETS}
+    assert len(set(score.values())) == 5  # five distinct in-degrees
+    assert [score[u] for u in got] == sorted(score.values(), reverse=True)
+    # ... which is not the order of discovery (what FIFO would give).
+    fifo = make_backend(path=b.settings.PATH + "-fifo", POLICY="fifo")
+    fifo.add_seeds([req(u) for u in HUBS])
+    for r in fifo.get_next_requests(10):
+        crawl(fifo, r, hub_links(HUBS.index(r.url)))
+    assert [r.url for r in fifo.get_next_requests(10)] == TARGETS
+    assert got[0] in TARGETS[8:] and got[-1] in TARGETS[:2]
+
+
+def test_pages_added_during_a_background_ranking(make_backend, monkeypatch):
+    """Pages found while a ranking runs get a defined score (no NaN in the
+    queue or the stored vectors) and are all crawled, exactly once."""
+    computed = threading.Event()
+    release = threading.Event()
+    real = ranker_module.rank_snapshot
+    snapshot = {}
+
+    def slow_rank(*args, **kw):
+        result = real(*args, **kw)
+        snapshot["n"] = result.n_pages
+        computed.set()
+        assert release.wait(30)
+        return result
+
+    monkeypatch.setattr(ranker_module, "rank_snapshot", slow_rank)
+    b = make_backend(POLICY="pagerank", RANK_EVERY_PAGES=20, RANK_INTERVAL=0)
+    # A binary tree of 1023 pages: each page links to its two children.
+    links = lambda i: [f"http://h{c % 5}.test/{c}" for c in (2 * i + 1, 2 * i + 2) if c < 1023]  # noqa: E731
+    b.add_seeds([req("http://h0.test/0")])
+    crawled = []
+
+    def crawl_batch(n):
+        reqs = b.get_next_requests(n)
+        for r in reqs:
+            i = int(r.url.rsplit("/", 1)[1])
+            crawled.append(i)
+            crawl(b, r, links(i))
+        return reqs
+
+    while not b.ranker.running:
+        assert crawl_batch(5)
+    assert computed.wait(30)
+    n_snapshot = snapshot["n"]
+    for _ in range(10):  # the crawl goes on meanwhile and finds new pages
+        crawl_batch(5)
+    assert b.ranks.version == 0 and b.ranker.running
+    release.set()
+    b.ranker.join(30)
+    crawl_batch(5)  # installs the ranking
+    assert b.ranks.version == 1
+    values, info = b.db.read_scores("pagerank")
+    assert info["n_pages"] == len(values) == n_snapshot < b.db.n_pages
+    assert np.isfinite(values).all() and abs(values.sum() - 1) < 1e-9
+    v = b.db.vertices
+    queued = np.flatnonzero(v.state[: v.n] == UNFETCHED)
+    assert (queued >= n_snapshot).any()  # pages newer than the ranking are queued ...
+    keys = b.frontier.priority(queued)
+    assert np.isfinite(keys).all()  # ... with a defined key
+    while crawl_batch(50):
+        pass
+    assert sorted(crawled) == list(range(1023))  # none lost, none twice
+    assert abs(b.aopic.residual()) < 1e-9
+
+
+def synthetic_db(path, n, m, seed=0):
+    """A page database of ``n`` pages and ``m`` power-law links, a quarter
+    of the pages crawled (the others are the frontier)."""
+    rng = np.random.default_rng(seed)
+    urls = [f"http://h{i % 97}.test/{i}" for i in range(n)]
+    src = rng.integers(0, n // 4, m)  # links from the crawled quarter
+    dst = np.minimum(rng.zipf(1.5, m) - 1, n - 1)
+    dst = rng.permutation(n)[dst]
+    with PageDB(path, sync=False) as db:
+        add_graph(db, urls, src, dst)
+    return urls
+
+
+def test_background_ranking_does_not_stall_the_crawl(make_backend, tmp_path):
+    urls = synthetic_db(tmp_path / "db", 40_000, 400_000)
+    # A ranking long enough to measure (tolerance never reached).
+    b = make_backend(
+        POLICY="pagerank", RANK_EVERY_PAGES=1, RANK_INTERVAL=0, RANK_TOLERANCE=1e-300, RANK_MAX_ITERATIONS=4000
+    )
+    rng = np.random.default_rng(1)
+
+    def step():
+        reqs = b.get_next_requests(20)
+        for r in reqs:
+            crawl(b, r, [urls[j] for j in rng.integers(0, len(urls), 10)])
+        return len(reqs)
+
+    def rate(seconds, while_ranking):
+        pages, latencies, end = 0, [], time.perf_counter() + seconds
+        while time.perf_counter() < end and (b.ranker.running or not while_ranking):
+            t = time.perf_counter()
+            pages += step()
+            latencies.append(time.perf_counter() - t)
+        return pages / seconds, max(latencies), len(latencies)
+
+    config, b.rank_config = b.rank_config, None  # no ranking: the crawl alone
+    step()
+    alone, _, _ = rate(1.0, False)
+    b.rank_config = config
+    step()  # starts a long ranking
+    assert b.ranker.running
+    t = time.perf_counter()
+    during, worst, calls = rate(2.0, True)
+    ranking_busy = time.perf_counter() - t
+    assert ranking_busy > 1.0 and b.ranker.running, "the ranking must outlast the measurement"
+    print(f"crawl alone {alone:.0f} pages/s, while ranking {during:.0f} pages/s, worst call {worst * 1e3:.0f} ms")
+    assert calls > 20
+    assert during > 0.3 * alone
+    assert worst < 0.5
+    b.ranker.cancel()
+
+
+def test_policy_needs_its_ranking(tmp_path):
+    from frontera_linkrank import LinkRankBackend
+
+    with pytest.raises(SettingsError, match="needs LINKRANK_RANK_ALGORITHMS"):
+        LinkRankBackend(settings={"LINKRANK_PATH": str(tmp_path / "a"), "LINKRANK_POLICY": "hits",
+                                  "LINKRANK_RANK_ALGORITHMS": "pagerank"})
+    with pytest.raises(SettingsError, match="needs periodic ranking"):
+        LinkRankBackend(settings={"LINKRANK_PATH": str(tmp_path / "b"), "LINKRANK_POLICY": "pagerank",
+                                  "LINKRANK_RANK_EVERY_PAGES": 0, "LINKRANK_RANK_INTERVAL": 0})
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_ranking_survives_a_restart(make_backend, tmp_path):
+    b = make_backend(POLICY="hybrid", RANK_BACKGROUND=False, RANK_EVERY_PAGES=5, RANK_INTERVAL=0)
+    b.add_seeds([req(u) for u in HUBS])
+    for r in b.get_next_requests(10):
+        crawl(b, r, hub_links(HUBS.index(r.url)))
+    b.get_next_requests(0)
+    assert b.ranks.version == 1
+    before = b.frontier.priority(np.arange(b.db.n_pages))
+    b.frontier_stop()
+    b = make_backend(POLICY="hybrid", RANK_BACKGROUND=False, RANK_EVERY_PAGES=5, RANK_INTERVAL=0)
+    assert b.ranks.version == 1
+    assert np.array_equal(b.frontier.priority(np.arange(b.db.n_pages)), before)
