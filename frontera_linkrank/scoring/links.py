@@ -7,10 +7,10 @@ unchanged on any of:
 
 - :class:`MatrixLinks`: a scipy sparse adjacency matrix (row = source);
 - :func:`database_links`: the current links of a page database snapshot,
-  either *loaded* once into a CSR matrix (:class:`MatrixLinks`, about
-  12 bytes per link) or *streamed* from the LMDB blocks on every product
-  (:class:`StreamedLinks`, a few bytes per *page*: the blocks are read in
-  place from the memory map, never copied).
+  either *loaded* once into a CSR matrix (:class:`MatrixLinks`, 12 bytes
+  per link kept, 24 for HITS) or *streamed* from the LMDB blocks on every
+  product (:class:`StreamedLinks`, a few bytes per *page*: the blocks are
+  read in place from the memory map, never copied).
 
 Links are counted once (duplicates merged) and self-links are dropped,
 matching what the crawl stores. Optionally only links between pages of
@@ -30,11 +30,19 @@ import json
 import numpy as np
 import scipy.sparse as sp
 
-LINK_BYTES_LOADED = 12  # bytes per link of a loaded graph (int32 index + float64 weight)
+# Peak bytes per link while loading links into memory (the link list read
+# from the blocks, the matrix built from it and its transpose): what
+# mode="auto" compares with the memory limit. Measured by benchmarks/rank.py.
+LINK_BYTES_LOADED = 28
 
 
 class MatrixLinks:
-    """Links held in memory as the CSR matrix of ``A.T`` (row = target).
+    """Links held in memory as sparse matrices over the pages with out-links.
+
+    ``B`` has one row per source page (``rows``) and is stored transposed
+    (CSR of ``B.T``, row = target), so ``push`` (the PageRank product) is a
+    row-wise CSR product, scipy's fastest; ``B`` itself is built on the
+    first ``pull`` (HITS), doubling the memory only for HITS.
 
     Parameters
     ----------
@@ -51,46 +59,57 @@ class MatrixLinks:
     def __init__(self, adjacency, hosts=None, inter_host=False):
         a = sp.csr_matrix(adjacency)
         a.sum_duplicates()
-        coo = a.tocoo()
+        coo = a.tocoo()  # sorted by row: a is canonical
         keep = coo.row != coo.col
         if inter_host:
             if hosts is None:
                 raise ValueError("inter_host needs the host of every page")
             hosts = np.asarray(hosts)
             keep &= hosts[coo.row] != hosts[coo.col]
-        self._init(coo.row[keep], coo.col[keep], a.shape[0])
+        src, dst = coo.row[keep], coo.col[keep]
+        rows, starts = np.unique(src, return_index=True)
+        self._init(rows, np.r_[starts, len(src)], dst, a.shape[0])
 
     @classmethod
-    def from_edges(cls, src, dst, n):
-        """Links ``src[k] -> dst[k]`` between ``n`` pages, given distinct and
-        without self-links (as the page database stores them)."""
+    def from_rows(cls, rows, ptr, dst, n):
+        """Links of page ``rows[r]`` to ``dst[ptr[r]:ptr[r+1]]``, rows in
+        any order, each page at most once, links distinct and without
+        self-links (as the page database stores them)."""
         self = cls.__new__(cls)
-        self._init(np.asarray(src), np.asarray(dst), n)
+        self._init(rows, ptr, dst, n)
         return self
 
-    def _init(self, src, dst, n):
+    def _init(self, rows, ptr, dst, n):
         self.n = int(n)
-        # CSC of A is CSR of A.T: push (the PageRank product) is then a
-        # row-wise CSR product, scipy's fastest.
-        a = sp.csc_matrix((np.ones(len(src)), (np.asarray(src, np.int64), np.asarray(dst, np.int64))), shape=(n, n))
-        a.sum_duplicates()
-        a.data[:] = 1.0
-        self._at = a.T  # csr, row = target
-        self.n_links = a.nnz
-        self.out_degree = np.bincount(a.indices, minlength=self.n).astype(np.int64)
+        self.rows = np.asarray(rows, np.int64)
+        ptr = np.asarray(ptr)
+        self.n_links = len(dst)
+        index = np.int32 if max(self.n_links, self.n) < 2**31 else np.int64
+        b = sp.csr_matrix(
+            (np.ones(len(dst)), np.asarray(dst).astype(index, copy=False), ptr.astype(index, copy=False)),
+            shape=(len(self.rows), self.n),
+        )
+        self._bt = b.T.tocsr()
+        self._b = None
+        self.out_degree = np.zeros(self.n, np.int64)
+        self.out_degree[self.rows] = np.diff(ptr)
 
     def push(self, x):
         """``y[j] = sum(x[i] for links i -> j)``."""
-        return self._at @ x
+        return self._bt @ x[self.rows]
 
     def pull(self, y):
         """``x[i] = sum(y[j] for links i -> j)``."""
-        return self._at.T @ y
+        if self._b is None:
+            self._b = self._bt.T.tocsr()
+        out = np.zeros(self.n)
+        out[self.rows] = self._b @ y
+        return out
 
     @property
     def nbytes(self):
-        m = self._at
-        return m.data.nbytes + m.indices.nbytes + m.indptr.nbytes + self.out_degree.nbytes
+        mats = [m for m in (self._bt, self._b) if m is not None]
+        return sum(m.data.nbytes + m.indices.nbytes + m.indptr.nbytes for m in mats) + self.rows.nbytes
 
 
 class StreamedLinks:
@@ -208,11 +227,26 @@ def database_links(db, txn, n=None, mode="auto", inter_host=False, memory_limit=
         return StreamedLinks(db.edges, txn, n, hosts, inter_host)
     if mode != "memory":
         raise ValueError(f"mode must be auto, memory or stream, not {mode!r}")
-    src, dst = db.edges.current_edges(txn, n)
-    if inter_host:
-        keep = hosts[src] != hosts[dst]
-        src, dst = src[keep], dst[keep]
-    return MatrixLinks.from_edges(src, dst, n)
+    rows, lens, dsts = [], [], []
+    for src, ptr, dst in db.edges.iter_current(txn, n):
+        src = np.asarray(src, np.int64)
+        ptr = np.asarray(ptr, np.int64)
+        if inter_host:
+            srcs = np.repeat(src, np.diff(ptr))
+            keep = hosts[srcs] != hosts[dst]
+            dst = dst[keep]
+            row_of = np.repeat(np.arange(len(src)), np.diff(ptr))[keep]
+            lens.append(np.bincount(row_of, minlength=len(src)))
+        else:
+            lens.append(np.diff(ptr))
+        rows.append(src)
+        dsts.append(dst)
+    if not rows:
+        return MatrixLinks.from_rows(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int32), n)
+    ptr = np.zeros(sum(len(r) for r in rows) + 1, np.int64)
+    np.cumsum(np.concatenate(lens), out=ptr[1:])
+    dst = np.concatenate(dsts).view(np.int32) if len(dsts) > 1 else np.asarray(dsts[0]).view(np.int32)
+    return MatrixLinks.from_rows(np.concatenate(rows), ptr, dst, n)
 
 
 def snapshot_pages(db, txn):

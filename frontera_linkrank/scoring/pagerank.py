@@ -104,6 +104,7 @@ def pagerank(graph, damping=0.85, teleport=None, tol=1e-8, max_iter=200, x0=None
     if n == 0:
         return RankResult(np.zeros(0), 0, 0.0, True)
     r = teleport_vector(n, teleport)
+    uniform = teleport is None
     deg = links.out_degree
     inv = np.divide(1.0, deg, out=np.zeros(n), where=deg > 0)
     if x0 is None:
@@ -120,7 +121,10 @@ def pagerank(graph, damping=0.85, teleport=None, tol=1e-8, max_iter=200, x0=None
         y = links.push(x * inv)
         y *= damping
         # Teleport plus dangling mass: all that did not flow along a link.
-        y += r * (1.0 - y.sum())
+        if uniform:
+            y += (1.0 - y.sum()) / n
+        else:
+            y += r * (1.0 - y.sum())
         delta = float(np.abs(y - x).sum())
         x = y
         if callback is not None:
