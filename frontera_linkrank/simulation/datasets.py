@@ -6,6 +6,9 @@
 - :func:`load_ukwa_hosts`: the UK Web Archive 1996 host graph (one node per
   host; link counts are dropped, a host-to-host link counts once).
 - :func:`load_hollins` (in :mod:`.graphs`): the Hollins site crawl.
+- :func:`load_pagedb`: the link graph of a previous crawl's page database.
+- :func:`load_graph`: any of these (and link lists, CSR ``.npz``) by name
+  or path.
 """
 
 import gzip
@@ -21,7 +24,16 @@ SEARCH = [
     os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "data")),
 ]
 
-__all__ = ["data_path", "infer_hosts", "load_hollins", "load_uk2007", "load_ukwa_hosts"]
+__all__ = [
+    "data_path",
+    "infer_hosts",
+    "load_edge_list",
+    "load_graph",
+    "load_hollins",
+    "load_pagedb",
+    "load_uk2007",
+    "load_ukwa_hosts",
+]
 
 
 def data_path(*parts):
@@ -93,4 +105,136 @@ def load_ukwa_hosts(path=None):
     urls = [f"http://{h}/" for h in names]
     g = Graph.from_edges(src, dst, len(names), urls=urls, name="ukwa1996")
     g.hosts = np.arange(g.n)  # a host graph: every node is its own host
+    return g
+
+
+def load_edge_list(path, name=None):
+    """A ``SRC_URL<TAB>DST_URL`` link list (gzip accepted), pages in order
+    of first appearance."""
+    opener = gzip.open if _is_gzip(path) else open
+    index, src, dst = {}, [], []
+    with opener(path, "rt", encoding="utf-8", errors="surrogateescape") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            a, sep, b = line.partition("\t")
+            if not sep:
+                raise ValueError(f"{path}:{lineno}: expected SRC_URL<TAB>DST_URL")
+            for u in (a, b):
+                if u not in index:
+                    index[u] = len(index)
+            src.append(index[a])
+            dst.append(index[b])
+    if not index:
+        raise ValueError(f"{path}: no links (expected SRC_URL<TAB>DST_URL lines)")
+    name = name or os.path.basename(path).split(".")[0]
+    return _merge_same_pages(Graph.from_edges(src, dst, len(index), urls=list(index), name=name))
+
+
+def _merge_same_pages(g):
+    """URLs with the same Frontera fingerprint (``?b=1&a=2`` and ``?a=2&b=1``)
+    are one page to a frontier: merge them into the first one seen."""
+    fps = g.fingerprints
+    first = {}
+    rep = np.fromiter((first.setdefault(fp, v) for v, fp in enumerate(fps)), np.int64, g.n)
+    if len(first) == g.n:
+        return g
+    keep = np.flatnonzero(rep == np.arange(g.n))
+    new_id = np.full(g.n, -1, np.int64)
+    new_id[keep] = np.arange(len(keep))
+    src = new_id[rep[np.repeat(np.arange(g.n), np.diff(g.indptr))]]
+    dst = new_id[rep[g.indices]]
+    out = Graph.from_edges(src, dst, len(keep), urls=[g.urls[v] for v in keep.tolist()], name=g.name)
+    out.hosts = g.hosts[keep]
+    return out
+
+
+def _is_gzip(path):
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+NAMED = {
+    "hollins": lambda: load_hollins(data_path("hollins")),
+    "uk2007": load_uk2007,
+    "ukwa": load_ukwa_hosts,
+}
+
+
+def load_graph(spec):
+    """A graph from a name (``hollins``, ``uk2007``, ``ukwa``), a Hollins-style
+    folder, a page database folder, a CSR ``.npz`` (hosts from its ``hosts``
+    array, else inferred), a UKWA host ``.tsv.gz`` or a ``SRC_URL<TAB>DST_URL``
+    list."""
+    if spec in NAMED:
+        return NAMED[spec]()
+    if os.path.isdir(spec):
+        if os.path.exists(os.path.join(spec, "hollins.dat")):
+            return load_hollins(spec)
+        if os.path.exists(os.path.join(spec, "data.mdb")):
+            return load_pagedb(spec)
+        raise ValueError(
+            f"{spec}: a folder, but neither a page database (data.mdb) nor a Hollins-style data set (hollins.dat)"
+        )
+    if not os.path.exists(spec):
+        raise FileNotFoundError(f"{spec}: no such file, and not one of {', '.join(NAMED)}")
+    if spec.endswith(".npz"):
+        return load_uk2007(spec) if "uk-2007" in os.path.basename(spec) else _npz(spec)
+    with (gzip.open if _is_gzip(spec) else open)(spec, "rt", encoding="utf-8", errors="replace") as f:
+        first = f.readline()
+    if "|" in first.partition("\t")[0] and first.count("|") >= 2:
+        return load_ukwa_hosts(spec)
+    return load_edge_list(spec)
+
+
+def _npz(path):
+    z = np.load(path)
+    if "indptr" not in z or "indices" not in z:
+        raise ValueError(f"{path}: expected arrays 'indptr' and 'indices' (CSR out-links)")
+    name = os.path.basename(path).split(".")[0].split("@")[0].replace("_", "-") or "graph"
+    indptr, indices = z["indptr"], z["indices"]
+    n = len(indptr) - 1
+    if n < 0 or indptr[0] != 0 or indptr[-1] != len(indices) or np.any(np.diff(indptr) < 0):
+        raise ValueError(f"{path}: 'indptr' is not a CSR row pointer for {len(indices)} links")
+    if len(indices) and (indices.min() < 0 or indices.max() >= n):
+        raise ValueError(f"{path}: 'indices' has page numbers outside 0..{n - 1}")
+    if "hosts" in z:
+        hosts = z["hosts"]
+        if hosts.shape != (n,):
+            raise ValueError(f"{path}: 'hosts' has shape {hosts.shape}, expected ({n},)")
+    else:
+        hosts = infer_hosts(indptr, indices)
+    return Graph(indptr, indices, hosts=hosts, name=name)
+
+
+def load_pagedb(path, name=None):
+    """The link graph of a page database (a previous crawl), read-only.
+
+    Every page the database knows is a node with its URL; the links are the
+    current out-links of the crawled pages (pages never fetched have none:
+    their links are unknown). Hosts are the database's host ids.
+    """
+    from ..storage.pagedb import PageDB, PageDBError
+
+    try:
+        db = PageDB(path, readonly=True)
+    except PageDBError as e:
+        raise ValueError(str(e)) from None
+    try:
+        n = db.n_pages
+        if n == 0:
+            raise ValueError(f"{path}: the page database holds no pages")
+        with db.snapshot() as txn:
+            urls = db.urls(np.arange(n), txn)
+            src, dst = db.edges.current_edges(txn, n)
+        hosts = db.vertices.host[:n].astype(np.int64)
+    finally:
+        db.close()
+    missing = [i for i, u in enumerate(urls) if u is None]
+    if missing:
+        raise ValueError(f"{path}: {len(missing)} pages have no stored URL (first: page {missing[0]})")
+    g = Graph.from_edges(src.astype(np.int64), dst.astype(np.int64), n, urls=urls,
+                         name=name or os.path.basename(os.path.normpath(path)) or "pagedb")
+    g.hosts = hosts
     return g

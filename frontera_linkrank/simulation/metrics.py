@@ -1,5 +1,7 @@
 """Reference PageRank and crawl-ordering quality (ALGORITHMS.md §6)."""
 
+import math
+
 import numpy as np
 
 
@@ -45,3 +47,75 @@ def collected(order, truth, fractions):
         k = int(round(f * n))
         out.append(float(got[min(k, len(got)) - 1]) if k and len(got) else 0.0)
     return out
+
+
+def top_set(truth, share=0.01):
+    """The ``ceil(share * N)`` pages of highest ``truth`` (ties: lower index)."""
+    n = len(truth)
+    k = max(1, int(np.ceil(share * n)))
+    order = np.lexsort((np.arange(n), -np.asarray(truth)))
+    return order[:k]
+
+
+def recall(order, top, n, fractions):
+    """Share of the pages ``top`` among the first ``f * n`` fetched, per fraction.
+
+    >>> recall([3, 1, 2], np.array([1, 2]), 4, (0.25, 0.5, 1.0))
+    [0.0, 0.5, 1.0]
+    """
+    hit = np.zeros(n, bool)
+    hit[np.asarray(top, np.int64)] = True
+    got = np.cumsum(hit[np.asarray(order, np.int64)]) if len(order) else np.zeros(0, np.int64)
+    out = []
+    for f in fractions:
+        k = int(round(f * n))
+        out.append(float(got[min(k, len(got)) - 1]) / len(top) if k and len(got) else 0.0)
+    return out
+
+
+def curve(order, truth, budget):
+    """Cumulative ``truth`` after each of ``budget`` fetches; a crawl that
+    stopped early keeps its last value."""
+    got = np.cumsum(truth[np.asarray(order, np.int64)]) if len(order) else np.zeros(0)
+    out = np.empty(budget)
+    k = min(len(got), budget)
+    out[:k] = got[:k]
+    out[k:] = got[k - 1] if k else 0.0
+    return out
+
+
+def area(order, truth, budget):
+    """Area under the collected-truth curve over the first ``budget`` fetches
+    (the sum of the curve); divide by the omniscient crawl's to compare.
+
+    >>> float(area([0, 1], np.array([0.5, 0.25, 0.25]), 3))
+    2.0
+    """
+    return float(curve(order, truth, budget).sum())
+
+
+def estimate_quality(estimate, truth, top_share=0.01):
+    """How well ``estimate`` ranks pages against ``truth`` (same pages, same
+    order): weighted Kendall tau (``scipy.stats.weightedtau``: hyperbolic
+    weights, average of both rankings) and the overlap of the top
+    ``ceil(top_share * n)`` pages by each (ties: lower index first).
+
+    >>> t = np.array([0.4, 0.3, 0.2, 0.1])
+    >>> [round(x, 6) for x in estimate_quality(t * 2, t)]
+    [1.0, 1.0]
+    >>> round(estimate_quality(t[::-1].copy(), t)[0], 6)
+    -1.0
+    """
+    from scipy.stats import weightedtau
+
+    estimate = np.asarray(estimate, np.float64)
+    truth = np.asarray(truth, np.float64)
+    n = len(truth)
+    if n < 2:
+        return math.nan, math.nan
+    if not np.ptp(estimate) > 0:
+        return math.nan, math.nan  # no estimate yet (all equal): nothing to rank by
+    tau = float(weightedtau(estimate, truth).statistic)
+    a = set(top_set(estimate, top_share).tolist())
+    b = top_set(truth, top_share)
+    return tau, len(a.intersection(b.tolist())) / len(b)

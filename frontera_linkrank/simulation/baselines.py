@@ -1,0 +1,482 @@
+"""Baseline crawl orders of ALGORITHMS.md §6 as small Frontera backends.
+
+Each baseline is a :class:`frontera.core.components.Backend`, driven
+through ``FrontierManager`` exactly like ``LinkRankBackend``, so every
+policy is measured the same way (same requests, same fetch loop, same
+politeness). They keep everything in memory and never crawl a page twice:
+
+========================  ==================================================
+``BFSBackend``            Frontera's memory BFS order, exactly (depth, then
+                          the order Frontera numbers links in); faster, and
+                          it keeps overused hosts' pages for later
+``RandomBackend``         a uniformly random frontier page
+``BacklinkBackend``       most links from crawled pages (Cho et al. 1998)
+``LargerSitesFirstBackend`` the host with most pending pages first
+                          (Baeza-Yates et al. 2005), its pages in discovery
+                          order
+``BatchPageRankBackend``  PageRank of the known graph, recomputed every
+                          ``SIMULATION_PAGERANK_EVERY`` crawled pages
+``OmniscientBackend``     the highest *true* PageRank in the frontier
+                          (``SIMULATION_ORACLE``: fingerprint -> score)
+========================  ==================================================
+
+Settings (Frontera settings of the manager): ``SIMULATION_RANDOM_SEED``
+(random), ``SIMULATION_PAGERANK_EVERY`` and ``SIMULATION_DAMPING`` (batch
+PageRank), ``SIMULATION_ORACLE`` (omniscient).
+
+``get_next_requests`` honours ``overused_keys`` (host names, as
+:func:`~frontera_linkrank.storage.urls.check_url` gives them): pages of an
+overused host stay queued. Backends with an importance estimate expose it
+as :meth:`SimulatedBackend.estimate`.
+
+Examples
+--------
+>>> from frontera import FrontierManager, Settings
+>>> from frontera.core.models import Request, Response
+>>> m = FrontierManager.from_settings(Settings(attributes={
+...     "BACKEND": "frontera_linkrank.simulation.baselines.BacklinkBackend", "MIDDLEWARES": []}))
+>>> def req(u):
+...     r = Request(u); r.meta[b"fingerprint"] = u.encode(); return r
+>>> m.add_seeds([req("http://a/")])
+>>> [r.url for r in m.get_next_requests(5)]
+['http://a/']
+>>> def fetch(u, links):
+...     m.page_crawled(Response(u, request=req(u))); m.links_extracted(req(u), [req(x) for x in links])
+>>> fetch("http://a/", ["http://b/", "http://c/", "http://d/"])
+>>> [r.url for r in m.get_next_requests(1)]  # one backlink each: the first found
+['http://b/']
+>>> fetch("http://b/", ["http://d/"])
+>>> [r.url for r in m.get_next_requests(5)]  # d has two backlinks now
+['http://d/', 'http://c/']
+"""
+
+import heapq
+import math
+from collections import deque
+
+import numpy as np
+import scipy.sparse as sp
+from frontera.core.components import Backend
+
+from ..scheduling.queue import BestFirstQueue
+from ..scoring.pagerank import pagerank
+from ..default_settings import LINKRANK_MAX_URL_LENGTH
+from ..storage.urls import RejectedURL, check_url, fingerprint
+
+QUEUED, LEASED, CRAWLED = 0, 1, 2
+
+__all__ = [
+    "BFSBackend",
+    "BacklinkBackend",
+    "BatchPageRankBackend",
+    "LargerSitesFirstBackend",
+    "OmniscientBackend",
+    "RandomBackend",
+    "SimulatedBackend",
+]
+
+
+class SimulatedBackend(Backend):
+    """Common part: pages by fingerprint, one-time crawl, host names,
+    a best-first queue grouped by host (:class:`BestFirstQueue`).
+
+    Subclasses set a page's key in :meth:`_key_of_new` (higher is fetched
+    first, ties go to the page found first) and may raise it later with
+    :meth:`_raise_key`; :meth:`_crawled` sees every crawled page's links.
+    """
+
+    component_name = "Simulation baseline"
+
+    def __init__(self, manager):
+        self.manager = manager
+        self.settings = manager.settings
+        self.pages = {}  # fingerprint (meta bytes) -> page id, discovery order
+        self.fps = []  # page id -> fingerprint
+        self.requests = []  # page id -> the Request it was found with
+        self.state = bytearray()
+        self.host = []  # page id -> host id
+        self.host_ids = {}
+        self.host_names = []
+        self.key = []  # page id -> current key
+        self.depth = []
+        self.n_crawled = 0
+        self._n_queued = 0
+        self._q = BestFirstQueue(self._is_live)
+
+    @classmethod
+    def from_manager(cls, manager):
+        return cls(manager)
+
+    # Frontera's component views: the simulator uses the Backend API only.
+    @property
+    def metadata(self):
+        return None
+
+    @property
+    def queue(self):
+        return None
+
+    @property
+    def states(self):
+        return None
+
+    def frontier_start(self):
+        pass
+
+    def frontier_stop(self):
+        pass
+
+    # -- pages ------------------------------------------------------------------------
+    def _fp(self, request):
+        fp = request.meta.get(b"fingerprint")
+        return fp if fp is not None else fingerprint(request.url).hex().encode()
+
+    def _add(self, fp, request, depth):
+        """Id of a new page, or None if its URL cannot be fetched (the
+        URLs LinkRankBackend rejects, with its default length limit)."""
+        try:
+            name = check_url(request.url, LINKRANK_MAX_URL_LENGTH)
+        except RejectedURL:
+            return None
+        h = self.host_ids.get(name)
+        if h is None:
+            h = self.host_ids[name] = len(self.host_names)
+            self.host_names.append(name)
+        i = len(self.fps)
+        self.pages[fp] = i
+        self.fps.append(fp)
+        self.requests.append(request)
+        self.state.append(QUEUED)
+        self.host.append(h)
+        self.depth.append(depth)
+        self.key.append(0.0)
+        self._n_queued += 1
+        return i
+
+    def _enqueue(self, new):
+        """Key and queue new pages (ids in discovery order)."""
+        key, host, push = self.key, self.host, self._q.push
+        for i in new:
+            k = key[i] = self._key_of_new(i)
+            push(i, host[i], k)
+
+    def _key_of_new(self, i):
+        raise NotImplementedError
+
+    def _raise_key(self, i, k):
+        if self.state[i] == QUEUED and k > self.key[i]:
+            self.key[i] = k
+            self._q.push(i, self.host[i], k)
+
+    def _is_live(self, page, key):
+        return self.state[page] == QUEUED and self.key[page] == key
+
+    # -- Frontera API -------------------------------------------------------------------
+    def add_seeds(self, seeds):
+        new = []
+        for seed in seeds:
+            fp = self._fp(seed)
+            if fp not in self.pages:
+                i = self._add(fp, seed, 0)
+                if i is not None:
+                    new.append(i)
+        self._found(new, seeds)
+        self._enqueue(new)
+
+    def page_crawled(self, response):
+        fp = self._fp(response)
+        i = self.pages.get(fp)
+        if i is not None:
+            self._mark_crawled(i)
+
+    def _mark_crawled(self, i):
+        if self.state[i] == QUEUED:
+            self._n_queued -= 1
+        if self.state[i] != CRAWLED:
+            self.state[i] = CRAWLED
+            self.n_crawled += 1
+
+    def request_error(self, request, error):
+        i = self.pages.get(self._fp(request))
+        if i is not None:
+            self._mark_crawled(i)  # one try: simulated fetches do not fail
+
+    def links_extracted(self, request, links):
+        pages = self.pages
+        src = pages.get(self._fp(request))
+        depth = self.depth[src] + 1 if src is not None else 1
+        kids, new = [], []
+        add = self._add
+        for link in links:
+            fp = link.meta.get(b"fingerprint")
+            if fp is None:
+                fp = self._fp(link)
+            i = pages.get(fp)
+            if i is None:
+                i = add(fp, link, depth)
+                if i is None:
+                    continue
+                new.append(i)
+            kids.append(i)
+        self._found(new, links)
+        self._enqueue(new)
+        if src is not None:
+            self._crawled(src, kids)
+
+    def _found(self, new, requests):
+        """Hook: pages ``new`` were just discovered among ``requests``."""
+
+    def _crawled(self, src, kids):
+        """Hook: crawled page ``src`` links to pages ``kids`` (ids, in link order)."""
+
+    def finished(self):
+        return self._n_queued == 0
+
+    def get_next_requests(self, max_n_requests, **kwargs):
+        if max_n_requests <= 0:
+            return []
+        pages = self._take(max_n_requests, self._skip(kwargs.get("overused_keys")))
+        state = self.state
+        for i in pages:
+            state[i] = LEASED
+        self._n_queued -= len(pages)
+        return [self.requests[i] for i in pages]
+
+    def _skip(self, overused):
+        if not overused:
+            return None
+        overused = overused if isinstance(overused, (set, frozenset)) else set(overused)
+        names = self.host_names
+        return lambda h: names[h] in overused
+
+    def _take(self, n, skip_host):
+        return self._q.pop_batch(n, skip_host)
+
+    # -- importance estimate -------------------------------------------------------------
+    def estimate(self):
+        """``(fingerprints, values)`` of the known pages, or None if this
+        baseline has no importance estimate."""
+        return None
+
+
+class BFSBackend(SimulatedBackend):
+    """Breadth-first: Frontera's memory BFS order, reproduced exactly.
+
+    Frontera numbers every link it is told about (``meta[b'id']``, seeds
+    first; a link to a known page still takes a number, and of duplicate
+    links on one page the last one is queued) and pops the smallest
+    ``(depth, id)``. The same keys here, without a Request copy and a
+    comparison callback per page.
+    """
+
+    component_name = "Simulation BFS"
+
+    def __init__(self, manager):
+        super().__init__(manager)
+        self._next_id = 0
+        self._ids = {}
+
+    def _found(self, new, requests):
+        # The number Frontera gives a new page: that of its last occurrence.
+        base = self._next_id
+        self._next_id += len(requests)
+        if not new:
+            return
+        pages = self.pages
+        wanted = {self.fps[i] for i in new}
+        ids = self._ids
+        for k, r in enumerate(requests):
+            fp = r.meta.get(b"fingerprint")
+            if fp is None:
+                fp = self._fp(r)
+            if fp in wanted:
+                ids[pages[fp]] = base + k
+
+    def _key_of_new(self, i):
+        # Exact in float64 while depth < 2**13 and ids < 2**40.
+        return -float(self.depth[i] * (1 << 40) + self._ids.pop(i))
+
+
+class RandomBackend(SimulatedBackend):
+    """A uniformly random frontier page (``SIMULATION_RANDOM_SEED``)."""
+
+    component_name = "Simulation random"
+
+    def __init__(self, manager):
+        super().__init__(manager)
+        self._rng = np.random.default_rng(self.settings.get("SIMULATION_RANDOM_SEED", 0))
+        self._pool = []
+
+    def _key_of_new(self, i):
+        # A random key drawn once: the best of the frontier is a uniform pick.
+        if not self._pool:
+            self._pool = self._rng.random(4096).tolist()
+        return self._pool.pop()
+
+
+class BacklinkBackend(SimulatedBackend):
+    """Most distinct crawled pages linking to it first (backlink count)."""
+
+    component_name = "Simulation backlink count"
+
+    def __init__(self, manager):
+        super().__init__(manager)
+        self.backlinks = []
+
+    def _add(self, fp, request, depth):
+        i = super()._add(fp, request, depth)
+        if i is not None:
+            self.backlinks.append(0)
+        return i
+
+    def _key_of_new(self, i):
+        return float(self.backlinks[i])
+
+    def _crawled(self, src, kids):
+        bl, state, key, host, push = self.backlinks, self.state, self.key, self.host, self._q.push
+        for i in set(kids):
+            if i == src:
+                continue
+            bl[i] += 1
+            if state[i] == QUEUED:
+                key[i] = float(bl[i])
+                push(i, host[i], key[i])
+
+    def estimate(self):
+        return self.fps, np.asarray(self.backlinks, np.float64)
+
+
+class LargerSitesFirstBackend(SimulatedBackend):
+    """The host with most pending (queued) pages first; its pages in
+    discovery order. Ties between hosts: the host found first."""
+
+    component_name = "Simulation larger sites first"
+
+    def __init__(self, manager):
+        super().__init__(manager)
+        self._pending = {}  # host -> deque of queued pages
+        self._heap = []  # (-pending count, host), lazy: checked against _pending
+
+    def _enqueue(self, new):
+        host, pending, heap = self.host, self._pending, self._heap
+        touched = set()
+        for i in new:
+            h = host[i]
+            dq = pending.get(h)
+            if dq is None:
+                dq = pending[h] = deque()
+            dq.append(i)
+            touched.add(h)
+        for h in touched:
+            heapq.heappush(heap, (-len(pending[h]), h))
+
+    def _take(self, n, skip_host):
+        pending, heap = self._pending, self._heap
+        out, aside = [], []
+        while len(out) < n and heap:
+            neg, h = heap[0]
+            dq = pending.get(h)
+            if dq is None or -neg != len(dq):
+                heapq.heappop(heap)  # stale
+                continue
+            if skip_host is not None and skip_host(h):
+                aside.append(heapq.heappop(heap))
+                continue
+            out.append(dq.popleft())
+            if dq:
+                heapq.heapreplace(heap, (-len(dq), h))
+            else:
+                heapq.heappop(heap)
+                del pending[h]
+        for entry in aside:
+            heapq.heappush(heap, entry)
+        return out
+
+
+class BatchPageRankBackend(SimulatedBackend):
+    """PageRank of the known graph (crawled pages' links, all known pages),
+    recomputed every ``SIMULATION_PAGERANK_EVERY`` crawled pages with
+    :func:`~frontera_linkrank.scoring.pagerank.pagerank` (the previous
+    result starts the iteration); pages found since the last computation
+    have key 0 and come after the ranked ones, in discovery order."""
+
+    component_name = "Simulation batch PageRank"
+
+    def __init__(self, manager):
+        super().__init__(manager)
+        self.every = int(self.settings.get("SIMULATION_PAGERANK_EVERY", 1000))
+        if self.every < 1:
+            raise ValueError("SIMULATION_PAGERANK_EVERY must be >= 1")
+        self.damping = float(self.settings.get("SIMULATION_DAMPING", 0.85))
+        self._src, self._dst = [], []
+        self._ranked_at = 0
+        self.scores = np.zeros(0)
+        self.n_rankings = 0
+
+    def _key_of_new(self, i):
+        return 0.0
+
+    def _crawled(self, src, kids):
+        kids = np.unique(np.asarray(kids, np.int64))
+        kids = kids[kids != src]
+        if len(kids):
+            self._src.append(np.full(len(kids), src, np.int64))
+            self._dst.append(kids)
+
+    def get_next_requests(self, max_n_requests, **kwargs):
+        if self.n_crawled - self._ranked_at >= self.every:
+            self.rank()
+        return super().get_next_requests(max_n_requests, **kwargs)
+
+    def rank(self):
+        n = len(self.fps)
+        src = np.concatenate(self._src) if self._src else np.zeros(0, np.int64)
+        dst = np.concatenate(self._dst) if self._dst else np.zeros(0, np.int64)
+        self._src, self._dst = [src], [dst]
+        x0 = None
+        if len(self.scores):
+            x0 = np.concatenate([self.scores, np.full(n - len(self.scores), 1.0 / n)])
+        adjacency = sp.csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))
+        self.scores = pagerank(adjacency, self.damping, x0=x0).scores
+        self._ranked_at = self.n_crawled
+        self.n_rankings += 1
+        queued = np.flatnonzero(np.frombuffer(bytes(self.state), np.uint8) == QUEUED)
+        keys = self.scores[queued]
+        key = self.key
+        for i, k in zip(queued.tolist(), keys.tolist()):
+            key[i] = k
+        self._q.rebuild(queued, np.asarray(self.host, np.int64)[queued], keys)
+
+    def estimate(self):
+        vals = np.zeros(len(self.fps))
+        vals[: len(self.scores)] = self.scores
+        return self.fps, vals
+
+
+class OmniscientBackend(SimulatedBackend):
+    """The frontier page with the highest true score first (the reachable
+    upper bound of ALGORITHMS.md §6). ``SIMULATION_ORACLE`` maps a page's
+    ``meta[b'fingerprint']`` to its true score (pages absent: 0)."""
+
+    component_name = "Simulation omniscient"
+
+    def __init__(self, manager):
+        super().__init__(manager)
+        self.oracle = self.settings.get("SIMULATION_ORACLE")
+        if self.oracle is None:
+            raise ValueError("OmniscientBackend needs SIMULATION_ORACLE (fingerprint -> true score)")
+
+    def _key_of_new(self, i):
+        k = self.oracle.get(self.fps[i], 0.0)
+        return float(k) if math.isfinite(k) else 0.0
+
+
+BACKENDS = {
+    "bfs": "frontera_linkrank.simulation.baselines.BFSBackend",
+    "random": "frontera_linkrank.simulation.baselines.RandomBackend",
+    "backlinks": "frontera_linkrank.simulation.baselines.BacklinkBackend",
+    "larger-sites-first": "frontera_linkrank.simulation.baselines.LargerSitesFirstBackend",
+    "batch-pagerank": "frontera_linkrank.simulation.baselines.BatchPageRankBackend",
+    "omniscient": "frontera_linkrank.simulation.baselines.OmniscientBackend",
+    "frontera-bfs": "frontera.contrib.backends.memory.BFS",
+}
