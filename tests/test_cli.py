@@ -13,14 +13,16 @@ import lmdb
 import numpy as np
 import pytest
 
-from frontera_linkrank.cli import check, dump, export, find, links, path, stats
+from frontera_linkrank.cli import check, dump, export, find, importer, links, path, rank, stats
 from frontera_linkrank.simulation.crawl import simulate
 from frontera_linkrank.simulation.graphs import load_hollins
 from frontera_linkrank.storage.pagedb import PageDB, page_key
-from frontera_linkrank.storage.vertices import LEASED
+from frontera_linkrank.storage.vertices import CRAWLED, F_SEED, LEASED
 from conftest import PROJECT_DATA, SHARED_DATA
+from test_cli_import_rank import reference_pagerank
 
-TOOLS = ["page_db_dump", "page_db_find", "page_db_links", "page_db_path", "page_db_stats", "page_db_check", "page_db_export"]
+TOOLS = ["page_db_dump", "page_db_find", "page_db_links", "page_db_path", "page_db_stats", "page_db_check",
+         "page_db_export", "page_db_import", "page_db_rank"]  # fmt: skip
 BIN = os.path.dirname(sys.executable)
 
 
@@ -56,7 +58,7 @@ def test_console_scripts_have_help(tool):
 
 @pytest.mark.parametrize("main,args", [
     (dump.main, ["info"]), (dump.main, ["links"]), (find.main, [".*"]), (links.main, ["http://a/"]),
-    (path.main, ["http://a/"]), (stats.main, []), (check.main, []),
+    (path.main, ["http://a/"]), (stats.main, []), (check.main, []), (rank.main, []),
 ])
 def test_wrong_path_is_a_clear_error(main, args, tmp_path, capsys):
     for bad in (str(tmp_path / "missing"), str(tmp_path)):
@@ -173,6 +175,113 @@ def test_check_passes_on_a_crawled_database(crawled, capsys):
     assert code == 0 and out.startswith("OK"), out
 
 
+def copy_db(src, dst):
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("writer.lock"))
+    return str(dst)
+
+
+def link_matrix(links_text, n):
+    """Adjacency of ``page_db_dump links`` output (distinct, no self-links)."""
+    import scipy.sparse as sp
+
+    pairs = np.array([l.split(" ") for l in links_text.splitlines()], np.int64).reshape(-1, 2)
+    assert (pairs[:, 0] != pairs[:, 1]).all()
+    a = sp.csr_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    assert a.nnz == len(pairs) and a.max() == 1  # stored distinct
+    return a
+
+
+def info_column(out, name):
+    lines = out.splitlines()
+    k = lines[0].split(" ").index(name)
+    return np.array([float(l.split(" ")[k]) for l in lines[1:]])
+
+
+def test_rank_a_crawled_database(crawled, tmp_path, capsys):
+    db_path = copy_db(crawled[0], tmp_path / "db")
+    code, out, err = run(rank.main, [db_path], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("ranked ") and "version 1" in lines[0]
+    pr_line = next(l for l in lines if l.startswith("pagerank: "))
+    hits_line = next(l for l in lines if l.startswith("hits: "))
+    for l in (pr_line, hits_line):
+        assert " iterations, final L1 change " in l and "stopped by tolerance" in l
+    _, info, _ = run(dump.main, ["info", db_path], capsys)
+    pr = info_column(info, "pagerank")
+    assert np.isfinite(pr).all() and abs(pr.sum() - 1) < 1e-9
+    assert np.isfinite(info_column(info, "authority")).all() and np.isfinite(info_column(info, "hub")).all()
+    _, links_text, _ = run(dump.main, ["links", db_path], capsys)
+    ref = reference_pagerank(link_matrix(links_text, len(pr)))
+    assert np.abs(pr - ref).sum() < 1e-6
+    s = json.loads(run(stats.main, [db_path, "--json"], capsys)[1])
+    assert s["ranking"]["pagerank"]["iterations"] == int(pr_line.split()[1])
+    assert s["ranking"]["pagerank"]["stopped"] == "tolerance" and s["ranking"]["pagerank"]["version"] == 1
+    # Again, capped: stored anyway, with a note, and a newer version.
+    code, out, _ = run(rank.main, [db_path, "--algorithm", "hits", "--max-iter", "2", "--edges", "stream"], capsys)
+    assert code == 0 and "hits: 2 iterations" in out and "stopped by max_iter" in out and "note: hits stopped" in out
+    s = json.loads(run(stats.main, [db_path, "--json"], capsys)[1])
+    assert s["ranking"]["authority"]["stopped"] == "max_iter" and s["ranking"]["authority"]["version"] == 2
+    assert s["ranking"]["authority"]["edges"] == "stream"
+    assert s["ranking"]["pagerank"]["version"] == 1  # untouched
+    assert run(check.main, [db_path], capsys)[0] == 0
+
+
+def test_import_of_a_dump_pair_rebuilds_the_crawled_database(crawled, tmp_path, capsys):
+    import gzip
+
+    db_path = crawled[0]
+    _, info, _ = run(dump.main, ["info", db_path], capsys)
+    _, links_text, _ = run(dump.main, ["links", db_path], capsys)
+    (tmp_path / "info.txt").write_text(info)
+    with gzip.open(tmp_path / "links.txt.gz", "wt") as f:
+        f.write(links_text)
+    copy = str(tmp_path / "copy")
+    argv = [copy, str(tmp_path / "links.txt.gz"), "--info", str(tmp_path / "info.txt")]
+    code, _, err = run(importer.main, argv, capsys)
+    assert code == 0, err
+    for _ in range(2):  # and importing it again changes nothing
+        _, info2, _ = run(dump.main, ["info", copy], capsys)
+        assert run(dump.main, ["links", copy], capsys)[1] == links_text
+        a = [l.split(" ") for l in info.splitlines()]
+        b = [l.split(" ") for l in info2.splitlines()]
+        importance = a[0].index("importance")
+        # Every column but the AOPIC importance (cash is not copied) is identical.
+        assert [r[:importance] + r[importance + 1 :] for r in a] == [r[:importance] + r[importance + 1 :] for r in b]
+        assert run(importer.main, argv, capsys)[0] == 0
+    assert run(check.main, [copy], capsys)[0] == 0
+    with PageDB(db_path, readonly=True) as old, PageDB(copy, readonly=True) as new:
+        n = old.n_pages
+        assert np.array_equal(old.vertices.state[:n] == CRAWLED, new.vertices.state[:n] == CRAWLED)
+        assert np.array_equal(old.vertices.n_out[:n], new.vertices.n_out[:n])
+        assert old.host_names == new.host_names
+
+    # Content scores come along: personalised PageRank teleports by them.
+    rows = info.splitlines()
+    head = rows[0].split(" ")
+    url_col, score_col = head.index("url"), head.index("score")
+    scored = []
+    for k in range(1, len(rows)):
+        r = rows[k].split(" ")
+        r[score_col] = "1.0" if "admissions" in r[url_col] else "nan"
+        scored.append(r[score_col] == "1.0")
+        rows[k] = " ".join(r)
+    assert 0 < sum(scored) < len(scored) / 2
+    (tmp_path / "scored.txt").write_text("\n".join(rows) + "\n")
+    pers = str(tmp_path / "pers")
+    code, _, err = run(importer.main, [pers, str(tmp_path / "links.txt.gz"), "--info", str(tmp_path / "scored.txt")], capsys)
+    assert code == 0, err
+    code, out, _ = run(rank.main, [pers, "--algorithm", "pagerank", "--personalized"], capsys)
+    assert code == 0 and "pagerank personalized: " in out and "hits" not in out
+    _, info3, _ = run(dump.main, ["info", pers], capsys)
+    pr = info_column(info3, "pagerank")
+    a = link_matrix(links_text, len(pr))
+    ref = reference_pagerank(a, np.array(scored, float))
+    assert np.abs(pr - ref).sum() < 1e-6
+    assert np.abs(ref - reference_pagerank(a)).sum() > 0.1  # it is not plain PageRank
+    assert np.isnan(info_column(info3, "authority")).all()  # HITS not run
+
+
 # -- breaking a database with raw LMDB writes ------------------------------------
 
 def raw_env(db_path):
@@ -226,16 +335,24 @@ def drop_url(db_path):
     env.close()
 
 
-def dangling_edge(db_path):
-    env, dbs = raw_env(db_path)
-    with env.begin(write=True) as txn:
-        meta = json.loads(txn.get(b"meta", db=dbs[b"meta"]))
-        n, seq = meta["n_pages"], meta["edge_seq"]
-        block = struct.pack("<8sIIQ", b"LRedges1", 0, 1, 2) + np.array([1], "<u4").tobytes() + np.array([0, 2], "<u4").tobytes() + np.array([2, n + 5], "<u4").tobytes()
-        txn.put(seq.to_bytes(8, "big"), block, db=dbs[b"edges"])
-        meta["edge_seq"] = seq + 1
-        txn.put(b"meta", json.dumps(meta).encode(), db=dbs[b"meta"])
-    env.close()
+def edge_row(src, dsts):
+    """Append an edge block holding one row ``src -> dsts`` (it becomes the
+    page's current out-links)."""
+
+    def breaker(db_path):
+        env, dbs = raw_env(db_path)
+        with env.begin(write=True) as txn:
+            meta = json.loads(txn.get(b"meta", db=dbs[b"meta"]))
+            n, seq = meta["n_pages"], meta["edge_seq"]
+            d = [x(n) if callable(x) else x for x in dsts]
+            s = src(n) if callable(src) else src
+            block = struct.pack("<8sIIQ", b"LRedges1", 0, 1, len(d)) + np.array([s], "<u4").tobytes() + np.array([0, len(d)], "<u4").tobytes() + np.array(d, "<u4").tobytes()
+            txn.put(seq.to_bytes(8, "big"), block, db=dbs[b"edges"])
+            meta["edge_seq"] = seq + 1
+            txn.put(b"meta", json.dumps(meta).encode(), db=dbs[b"meta"])
+        env.close()
+
+    return breaker
 
 
 def bad_log_magic(db_path):
@@ -245,53 +362,193 @@ def bad_log_magic(db_path):
     env.close()
 
 
+def edit_meta(change):
+    def breaker(db_path):
+        env, dbs = raw_env(db_path)
+        with env.begin(write=True) as txn:
+            meta = json.loads(txn.get(b"meta", db=dbs[b"meta"]))
+            change(meta)
+            txn.put(b"meta", json.dumps(meta).encode(), db=dbs[b"meta"])
+        env.close()
+
+    return breaker
+
+
+def sparse_host_ids(db_path):
+    env = lmdb.open(db_path, max_dbs=16)
+    hosts = env.open_db(b"hosts")
+    with env.begin(write=True) as txn:
+        txn.put(b"gap.test", struct.pack("<I", 10**6), db=hosts)
+    env.close()
+
+
+def store_scores(length, bad_value=None):
+    from frontera_linkrank.storage.pagedb import write_scores
+
+    def breaker(db_path):
+        env = lmdb.open(db_path, max_dbs=16)
+        meta_db, scores = env.open_db(b"meta"), env.open_db(b"scores")
+        with env.begin(write=True) as txn:
+            n = json.loads(txn.get(b"meta", db=meta_db))["n_pages"]
+            values = np.full(length(n), 1.0 / n)
+            if bad_value is not None:
+                values[5] = bad_value
+            write_scores(txn, scores, {"pagerank": values}, {"version": 1})
+        env.close()
+
+    return breaker
+
+
+def edit(field, value, where=lambda r: 3):
+    """A record-log breaker setting ``field`` of one page (chosen by
+    ``where(records)``) to ``value(records, i)``."""
+
+    def change(recs):
+        i = int(where(recs))
+        recs[field][i] = value(recs, i)
+        return [i]
+
+    return lambda p: append_records(p, change)
+
+
+def move_cash_negative(recs):
+    # conserved in total, but one page below zero
+    recs["cash"][4] += recs["cash"][3] + 0.01
+    recs["cash"][3] = -0.01
+    return [3, 4]
+
+
+def first_crawled(recs):
+    return np.flatnonzero(recs["state"] == CRAWLED)[0]
+
+
+def first_seed(recs):
+    return np.flatnonzero(recs["flags"] & F_SEED)[0]
+
+
+# Every failure page_db_check reports, each caused by a raw LMDB write:
+# expected message -> (breaker, check URLs too)
 BREAKAGES = {
-    "cash not conserved": lambda p: append_records(p, add_cash),
-    "duplicate fingerprints": lambda p: append_records(p, dup_fingerprint),
-    "future lease time": lambda p: append_records(p, future_lease),
-    "stored out-degree differs": lambda p: append_records(p, wrong_degree),
-    "URLs stored for": drop_url,
-    "links to missing pages": dangling_edge,
-    "corrupt": bad_log_magic,
+    # cash books
+    "cash not conserved": (lambda p: append_records(p, add_cash), False),
+    "pages with negative cash": (lambda p: append_records(p, move_cash_negative), False),
+    "owed negative cash": (edit("stamp", lambda r, i: r["stamp"][i] + 1.0), False),
+    "pages with negative history": (edit("history", lambda r, i: -1.0), False),
+    "the pages' history sums to": (edit("history", lambda r, i: r["history"][i] + 0.25), False),
+    # page records and the dense index
+    "duplicate fingerprints": (lambda p: append_records(p, dup_fingerprint), False),
+    "URLs stored for": (drop_url, False),
+    "pages with an unknown state": (edit("state", lambda r, i: 7), False),
+    "pages point to missing hosts": (edit("host", lambda r, i: 10**6), False),
+    "pages point to missing parents": (edit("parent", lambda r, i: len(r) + 10), False),
+    "seed pages with a depth other than 0": (edit("depth", lambda r, i: 2, first_seed), False),
+    "pages whose fingerprint is not their URL's": (edit("fp", lambda r, i: b"\x01" * 20), True),
+    "pages whose host is not their URL's": (edit("host", lambda r, i: (r["host"][i] + 1) % (r["host"].max() + 1)), True),
+    "crawled pages with no crawl counted": (edit("n_crawls", lambda r, i: 0, first_crawled), False),
+    "crawled pages with inconsistent crawl times": (edit("first_crawl", lambda r, i: r["last_crawl"][i] + 100, first_crawled), False),
+    # links
+    "stored out-degree differs": (lambda p: append_records(p, wrong_degree), False),
+    "links to missing pages": (edge_row(1, [2, lambda n: n + 5]), False),
+    "links from 1 missing pages": (edge_row(lambda n: n + 5, [1]), False),
+    "self-links stored": (edge_row(1, [1, 2]), False),
+    "duplicate links stored": (edge_row(1, [2, 2]), False),
+    # leases
+    "future lease time": (lambda p: append_records(p, future_lease), False),
+    # stored rankings
+    "non-finite values": (store_scores(lambda n: n, np.nan), False),
+    "the database has": (store_scores(lambda n: n + 3), False),
+    # structures that cannot be read
+    "page record log entry is corrupt": (bad_log_magic, False),
+    "page records missing": (edit_meta(lambda m: m.update(n_pages=m["n_pages"] + 1)), False),
+    "host ids are not dense": (sparse_host_ids, False),
 }
 
 
 @pytest.mark.parametrize("what", list(BREAKAGES))
 def test_check_detects_a_broken_database(crawled, tmp_path, capsys, what):
-    db_path = str(tmp_path / "db")
-    shutil.copytree(crawled[0], db_path, ignore=shutil.ignore_patterns("writer.lock"))
-    assert run(check.main, [db_path, "--no-urls"], capsys)[0] == 0
-    BREAKAGES[what](db_path)
-    code, out, _ = run(check.main, [db_path, "--no-urls"], capsys)
+    breaker, urls_too = BREAKAGES[what]
+    db_path = copy_db(crawled[0], tmp_path / "db")
+    argv = [db_path] if urls_too else [db_path, "--no-urls"]
+    assert run(check.main, argv, capsys)[0] == 0
+    breaker(db_path)
+    code, out, _ = run(check.main, argv, capsys)
     assert code == 1, out
     assert any(what in l for l in out.splitlines() if l.startswith("FAIL")), out
 
 
-def test_tools_read_a_database_while_a_crawl_writes(tmp_path):
+def tool_run(tool, *args):
+    r = subprocess.run([os.path.join(BIN, tool), *map(str, args)], capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in r.stderr, (tool, r.stderr[-2000:])
+    return r
+
+
+def test_tools_on_a_database_while_a_crawl_writes(tmp_path):
+    """Every tool, as installed, on a page database that a crawl process
+    (LinkRankBackend, fsync on) keeps committing to: the read-only tools see
+    one consistent commit each; page_db_rank and page_db_import need the
+    writer lock, refuse clearly while the crawl runs, and work after it."""
     child = os.path.join(os.path.dirname(__file__), "crash_child.py")
     db_path, progress = tmp_path / "db", tmp_path / "progress"
-    proc = subprocess.Popen([sys.executable, child, str(db_path), str(progress), "20000"])
+    edges = tmp_path / "more.tsv"
+    edges.write_text("http://h0.test/0\thttp://elsewhere.test/\n")
+    proc = subprocess.Popen([sys.executable, child, str(db_path), str(progress), str(10**6)])
     try:
         deadline = time.time() + 60
         while not (progress.exists() and progress.read_text().count("\n") >= 3):
             assert time.time() < deadline and proc.poll() is None
             time.sleep(0.05)
-        seen = []
-        for _ in range(3):
-            outs = {}
-            for tool, args in [("page_db_stats", ["--json"]), ("page_db_check", ["--no-urls"]),
-                               ("page_db_dump", None), ("page_db_find", ["/1"])]:
-                argv = [os.path.join(BIN, tool)] + (["info", str(db_path)] if args is None else [str(db_path), *args])
-                r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-                assert r.returncode == 0, (tool, r.stdout[-500:], r.stderr[-500:])
-                outs[tool] = r.stdout
-            pages = json.loads(outs["page_db_stats"])["pages"]
-            seen.append(pages)
-            assert outs["page_db_check"].startswith(("OK", "note"))
-            assert len(outs["page_db_dump"].splitlines()) >= pages + 1  # header + a snapshot at least as new
+        pages = [json.loads(tool_run("page_db_stats", db_path, "--json").stdout)["pages"]]
+        # The read-only tools, all at once (each sees the last commit when it opens).
+        runs = {
+            "check": ("page_db_check", db_path, "--no-urls"),
+            "info": ("page_db_dump", "info", db_path),
+            "links": ("page_db_dump", "links", db_path),
+            "find": ("page_db_find", db_path, r"h1\.test/1$"),
+            "page_links": ("page_db_links", db_path, "http://h0.test/0"),
+            "path": ("page_db_path", db_path, "http://h3.test/14"),  # found on page 2, found on the seed
+            "export": ("page_db_export", db_path, tmp_path / "live.csv"),
+        }
+        procs = {k: subprocess.Popen([os.path.join(BIN, v[0]), *map(str, v[1:])], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True) for k, v in runs.items()}  # fmt: skip
+        r = {}
+        for k, p in procs.items():
+            out, err = p.communicate(timeout=120)
+            assert p.returncode == 0 and "Traceback" not in err, (k, out[-500:], err[-2000:])
+            r[k] = out
+        assert r["check"].startswith(("OK", "note")), r["check"]
+        info_pages = len(r["info"].splitlines()) - 1
+        assert info_pages >= pages[0]  # a snapshot at least as new as the one stats saw
+        pairs = [tuple(map(int, l.split())) for l in r["links"].splitlines()]
+        assert pairs and all(a != b and max(a, b) < 10**6 for a, b in pairs)
+        assert r["find"].split()[1] == "http://h1.test/1"
+        out = r["page_links"].splitlines()
+        assert out[0].startswith("# back links")
+        fwd = out[[k for k, l in enumerate(out) if l.startswith("# forward links")][0] + 1 :]
+        assert {l.split(" ")[1] for l in fwd} == {f"http://h{q % 11}.test/{q}" for q in range(1, 6)}
+        assert [l.split(" ")[2] for l in r["path"].splitlines()] == ["http://h3.test/14", "http://h2.test/2", "http://h0.test/0"]
+        assert len(list(csv.DictReader(open(tmp_path / "live.csv")))) >= pages[0]
+        # The two tools that write refuse, naming the crawl's process.
+        for argv in (("page_db_rank", db_path), ("page_db_import", db_path, edges)):
+            r = tool_run(*argv)
+            assert r.returncode == 2, (argv, r.stdout, r.stderr)
+            assert f"another process is writing to this page database (pid {proc.pid})" in r.stderr
+            assert "stop" in r.stderr.split("(pid")[1]
+        for _ in range(2):
             time.sleep(0.3)
+            pages.append(json.loads(tool_run("page_db_stats", db_path, "--json").stdout)["pages"])
         assert proc.poll() is None, "the crawl should still be running"
-        assert seen == sorted(seen) and seen[-1] > seen[0]  # the tools saw it grow
+        assert pages == sorted(pages) and pages[-1] > pages[0]  # the tools saw it grow
     finally:
         proc.kill()
         proc.wait()
+    # After the crawl (killed: its leases are offered again on the next run).
+    r = tool_run("page_db_rank", db_path)
+    assert r.returncode == 0 and "stored pagerank, authority, hub" in r.stdout, r.stderr
+    r = tool_run("page_db_dump", "info", db_path, "--sort", "pagerank", "--top", "3")
+    assert r.returncode == 0 and r.stdout.splitlines()[1].split(" ")[10] != "nan"
+    r = tool_run("page_db_import", db_path, edges)
+    assert r.returncode == 0, r.stderr
+    r = tool_run("page_db_links", db_path, "http://h0.test/0")
+    assert r.stdout.splitlines()[-1].endswith("http://elsewhere.test/")  # the seed's links, replaced
+    r = tool_run("page_db_check", db_path)
+    assert r.returncode == 0, r.stdout
