@@ -1,0 +1,1 @@
+"""Example Scrapy project crawling with frontera_linkrank (``scrapy crawl example``)."""

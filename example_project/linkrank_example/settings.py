@@ -1,0 +1,41 @@
+# Settings of the example project. The frontier settings are the first
+# block; settings_templates/ in the repository has ready sets for other
+# kinds of crawl, and frontera_linkrank/default_settings.py documents every
+# LINKRANK_* setting.
+
+BOT_NAME = "linkrank_example"
+SPIDER_MODULES = ["linkrank_example.spiders"]
+NEWSPIDER_MODULE = "linkrank_example.spiders"
+
+# -- frontera_linkrank ---------------------------------------------------------
+# The frontier decides what is fetched next; its scheduler and spider
+# middleware replace Scrapy's scheduler and send each page's links to it.
+SCHEDULER = "frontera_linkrank.scrapy.LinkRankScheduler"
+SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
+
+# The page database (created on first use; a second `scrapy crawl` resumes).
+LINKRANK_PATH = "crawl_db"
+# Seed URLs, one per line.
+LINKRANK_SEEDS_FILE = "seeds.txt"
+# Greedy AOPIC: the page holding the most cash first (PageRank-like importance).
+LINKRANK_POLICY = "opic"
+# Stop after this many fetched pages (0: when the frontier is empty).
+LINKRANK_MAX_PAGES = 0
+# A progress line every 10 seconds.
+LINKRANK_LOG_INTERVAL = 10
+
+# -- the example spider ----------------------------------------------------------
+# Pages are scored by the share of these keywords their text contains.
+EXAMPLE_KEYWORDS = ["music", "theatre", "dance", "art"]
+
+# -- Scrapy ------------------------------------------------------------------------
+ROBOTSTXT_OBEY = True
+CONCURRENT_REQUESTS = 16
+# One host may hold this many requests; the frontier hands out pages of other
+# hosts while a host is busy (LINKRANK_OVERUSED_SLOT_FACTOR).
+CONCURRENT_REQUESTS_PER_DOMAIN = 8
+DOWNLOAD_DELAY = 0
+USER_AGENT = "frontera_linkrank-example (a test crawler)"
+LOG_LEVEL = "INFO"
+TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False

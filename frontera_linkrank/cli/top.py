@@ -1,0 +1,70 @@
+"""The most important pages of a page database.
+
+    frontera-linkrank top PATH [-n 20] [--by importance|pagerank|authority|hub] [--crawled]
+
+``importance`` is the AOPIC estimate ``(H + C) / (G + sum C)`` of the last
+commit (ALGORITHMS.md §1); the other names are ranking results stored by
+the periodic ranker, when there are any. The database is opened read-only,
+so this works while a crawl writes to it.
+"""
+
+import numpy as np
+
+from ..storage.vertices import STATE_NAMES
+from .common import SCORE_NAMES, ToolError, books, open_db, scores
+
+SCORES = ("importance",) + SCORE_NAMES
+
+
+def top_pages(db, n=20, by="importance", crawled_only=False):
+    """The ``n`` best pages of an open page database by ``by``.
+
+    Returns a list of ``(url, value, state name)``, best first (ties in
+    discovery order).
+    """
+    if by not in SCORES:
+        raise ToolError(f"unknown score {by!r}: one of {', '.join(SCORES)}")
+    v, size = db.vertices, db.n_pages
+    values = books(db).importance() if by == "importance" else scores(db, by)
+    values = np.where(np.isnan(values), -np.inf, values)
+    if crawled_only:
+        values = np.where(v.n_crawls[:size] > 0, values, -np.inf)
+    order = np.argsort(-values, kind="stable")[:n]
+    order = order[np.isfinite(values[order])]
+    with db.snapshot() as txn:
+        urls = db.urls(order, txn)
+    state = v.state[:size]
+    return [(u, float(values[i]), STATE_NAMES.get(int(state[i]), "?")) for i, u in zip(order.tolist(), urls)]
+
+
+def format_top(rows, by="importance"):
+    """Rank, value, state and URL of each row, aligned."""
+    if not rows:
+        return f"no page has a {by} score yet"
+    lines = [f"{'rank':>4}  {by:>10}  {'state':<9}  url"]
+    for k, (url, value, state) in enumerate(rows, 1):
+        shown = f"{value:.6f}" if value >= 1e-6 or value == 0 else f"{value:.3e}"
+        lines.append(f"{k:>4}  {shown:>10}  {state:<9}  {url}")
+    return "\n".join(lines)
+
+
+def main(argv):
+    from .common import parser
+
+    ap = parser("frontera-linkrank top", __doc__)
+    ap.add_argument("path", help="page database directory")
+    ap.add_argument("-n", type=int, default=20, help="how many pages (default 20)")
+    ap.add_argument("--by", default="importance", choices=SCORES, help="score to rank by (default importance)")
+    ap.add_argument("--crawled", action="store_true", help="crawled pages only")
+    args = ap.parse_args(argv)
+    if args.n < 0:
+        raise ToolError("-n must be >= 0")
+    db = open_db(args.path)
+    try:
+        rows = top_pages(db, args.n, args.by, args.crawled)
+        total = db.n_pages
+        crawled = int((db.vertices.n_crawls[:total] > 0).sum())
+    finally:
+        db.close()
+    print(f"{args.path}: {total:,} pages known, {crawled:,} crawled; top {len(rows)} by {args.by}")
+    print(format_top(rows, args.by))

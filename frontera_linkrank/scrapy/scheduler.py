@@ -1,0 +1,477 @@
+"""``LinkRankScheduler``: a Scrapy scheduler driving the LinkRank frontier.
+
+Set in a Scrapy project::
+
+    SCHEDULER = "frontera_linkrank.scrapy.LinkRankScheduler"
+    SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
+    LINKRANK_PATH = "crawl_db"
+
+The scheduler owns a Frontera ``FrontierManager`` with
+:class:`~frontera_linkrank.backend.LinkRankBackend`, built from the Scrapy
+settings (so every ``LINKRANK_*`` setting is read from the project). Where
+requests go:
+
+- requests from the spider's ``start()`` (and any request that reaches the
+  scheduler from outside the spider middleware) are **seeds**, and so are
+  the URLs of ``LINKRANK_SEEDS_FILE``;
+- requests the spider yields from a page are **links** of that page: the
+  spider middleware sends them to ``links_extracted`` and they never reach
+  Scrapy's queue; the frontier hands them out later, best first;
+- follow-ups of a frontier request (redirects, Scrapy's retries) and
+  requests with ``meta["dont_frontier"]`` go through a plain FIFO queue
+  here, ahead of frontier requests: they are fetched now.
+
+Every outcome of a frontier request is reported exactly once: its response
+(any status, HttpError included; the redirect chain and the spider's
+content score ``response.meta["linkrank_score"]`` with it) to
+``page_crawled``, or its failure to ``request_error`` (robots.txt and
+offsite refusals are not retried). See :mod:`.middleware` for how.
+
+Politeness: requests are handed to Scrapy only while their downloader slot
+holds fewer than ``LINKRANK_OVERUSED_SLOT_FACTOR`` times its concurrency;
+requests for a full slot wait here, and the frontier is asked for pages of
+the other hosts (``overused_keys``), so one slow host never fills the
+downloader.
+
+The crawl ends when the frontier is empty and nothing is in flight, or when
+the page budget ``LINKRANK_MAX_PAGES`` is reached. Requests handed out but
+not finished when the process dies are leased in the page database, and
+offered again by the next run on it: ``scrapy crawl`` again resumes.
+"""
+
+import collections
+import logging
+import math
+import os
+import time
+
+from frontera import FrontierManager
+from frontera import Settings as FronteraSettings
+from frontera.core.models import Request as FRequest
+from scrapy import signals
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.exceptions import CloseSpider, IgnoreRequest
+from scrapy.spidermiddlewares.httperror import HttpError
+from twisted.internet import task
+
+from .. import default_settings
+from ..settings import LinkRankSettings, SettingsError
+from .converters import DONT_FRONTIER, FRONTIER_META, response_to_frontera, to_frontera, to_scrapy
+
+logger = logging.getLogger(__name__)
+
+BACKEND = "frontera_linkrank.LinkRankBackend"
+FRONTERA_MIDDLEWARES = ["frontera_linkrank.backend.middleware.FingerprintMiddleware"]
+SEED_CHUNK = 10_000  # seeds per add_seeds call
+EMPTY_RETRY = 1.0  # seconds before asking an empty frontier again without news
+
+
+def read_seeds_file(path):
+    """URLs of a seeds file: one per line, blank lines and ``#`` lines skipped.
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+    ...     _ = f.write("# start here\\nhttp://a.test/\\n\\n  http://b.test/x#frag  \\n")
+    >>> read_seeds_file(f.name)
+    ['http://a.test/', 'http://b.test/x#frag']
+    """
+    urls = []
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                urls.append(line)
+    return urls
+
+
+def frontera_settings(scrapy_settings):
+    """Frontera settings for the manager, from a Scrapy project's settings.
+
+    Every ``LINKRANK_*`` setting of the project is passed on; a name that is
+    not a LinkRank setting (a typo) is an error. ``LINKRANK_MAX_REQUESTS_PER_HOST``
+    left at 0 becomes the slot capacity (see ``LINKRANK_OVERUSED_SLOT_FACTOR``).
+    """
+    known = {n for n in dir(default_settings) if n.startswith("LINKRANK_")}
+    attrs = {}
+    for name in scrapy_settings:
+        if name.startswith("LINKRANK_"):
+            if name not in known:
+                raise SettingsError(
+                    f"unknown setting {name} (the LINKRANK_* settings are in frontera_linkrank/default_settings.py)"
+                )
+            attrs[name] = scrapy_settings[name]
+    s = LinkRankSettings(attrs)  # validates, with the setting's name in any error
+    if not s.MAX_REQUESTS_PER_HOST:
+        attrs["LINKRANK_MAX_REQUESTS_PER_HOST"] = slot_capacity(_domain_concurrency(scrapy_settings), s)
+    attrs.update(
+        BACKEND=BACKEND,
+        MIDDLEWARES=FRONTERA_MIDDLEWARES,
+        MAX_REQUESTS=0,  # the page budget is LINKRANK_MAX_PAGES, which survives restarts
+        MAX_NEXT_REQUESTS=batch_size(scrapy_settings, s),
+        AUTO_START=True,
+    )
+    return FronteraSettings(attributes=attrs), s
+
+
+def _domain_concurrency(scrapy_settings):
+    return scrapy_settings.getint("CONCURRENT_REQUESTS_PER_IP") or scrapy_settings.getint(
+        "CONCURRENT_REQUESTS_PER_DOMAIN"
+    )
+
+
+def slot_capacity(concurrency, s):
+    """Requests a downloader slot may hold before its host is overused."""
+    return max(1, math.ceil(max(1, concurrency) * s.OVERUSED_SLOT_FACTOR))
+
+
+def batch_size(scrapy_settings, s):
+    return s.BATCH_SIZE or max(1, scrapy_settings.getint("CONCURRENT_REQUESTS"))
+
+
+class _Errback:
+    """The errback of a frontier request: reports the failure, then calls
+    the spider's own errback (or lets Scrapy log the failure as usual)."""
+
+    __slots__ = ("scheduler", "errback", "__weakref__")
+
+    def __init__(self, scheduler, errback):
+        self.scheduler = scheduler
+        self.errback = errback
+
+    def __call__(self, failure):
+        # HttpError: the response reached the spider middleware, which reports it.
+        if not failure.check(HttpError):
+            self.scheduler.request_failed(failure.request, failure)
+        if self.errback is None:
+            return failure
+        return self.errback(failure)
+
+
+class LinkRankScheduler(BaseScheduler):
+    """Scrapy scheduler over a Frontera ``FrontierManager`` with ``LinkRankBackend``.
+
+    Needs :class:`~frontera_linkrank.scrapy.LinkRankSpiderMiddleware` in
+    ``SPIDER_MIDDLEWARES`` (it checks at start). Settings: all ``LINKRANK_*``
+    (:mod:`frontera_linkrank.default_settings`), and Scrapy's
+    ``CONCURRENT_REQUESTS`` (batch size) and ``CONCURRENT_REQUESTS_PER_DOMAIN``
+    / ``_PER_IP`` (slot capacity).
+    """
+
+    def __init__(self, crawler):
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.fsettings, self.settings = frontera_settings(crawler.settings)
+        self.manager = None
+        self.spider = None
+        self._local = collections.deque()  # redirects, retries, dont_frontier: fetched first
+        self._seeds = []  # start requests not yet given to the frontier
+        self._buffer = {}  # slot key -> deque of (sequence, request): leased, not handed to Scrapy
+        self._n_buffered = 0
+        self._seq = 0
+        self._in_flight = {}  # fingerprint -> slot key, handed to Scrapy and not reported
+        self._slot_load = collections.Counter()  # slot key -> requests in flight
+        self._reports = 0  # outcomes reported (news that may fill an empty frontier)
+        self._empty = None  # (time, reports) of the last ask that returned nothing
+        self._crawled_base = 0  # pages_crawled of the database when opened
+        self._fetched = 0  # page reads reported by this run (redirect hops included)
+        self._budget_logged = False
+        self._log_loop = None
+        self._last_log = None
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        scheduler = cls(crawler)
+        crawler.signals.connect(scheduler._spider_idle, signal=signals.spider_idle)
+        return scheduler
+
+    # -- opening and closing -------------------------------------------------------------
+    def open(self, spider):
+        self.spider = spider
+        self._check_middleware()
+        self.manager = FrontierManager.from_settings(self.fsettings)
+        self.backend = self.manager.backend
+        self._crawled_base = int(self.backend.stats().get("pages_crawled", 0))
+        if self.settings.SEEDS_FILE:
+            self._add_seeds_file(self.settings.SEEDS_FILE)
+        st = self.backend.stats()
+        logger.info(
+            "LinkRank frontier %s (policy %s): %d pages known, %d crawled, %d queued%s",
+            self.settings.PATH,
+            self.settings.POLICY,
+            st["pages"],
+            self._crawled_base,
+            st["queued"],
+            f", {st['leases_recovered']} leased by an earlier run offered again" if st.get("leases_recovered") else "",
+        )
+        self._last_log = (time.monotonic(), self._crawled_base)
+        if self.settings.LOG_INTERVAL:
+            self._log_loop = task.LoopingCall(self._log_progress)
+            self._log_loop.start(self.settings.LOG_INTERVAL, now=False)
+
+    def _check_middleware(self):
+        from .middleware import LinkRankSpiderMiddleware
+
+        engine = self.crawler.engine
+        mws = getattr(getattr(getattr(engine, "scraper", None), "spidermw", None), "middlewares", None)
+        if mws is not None and not any(isinstance(m, LinkRankSpiderMiddleware) for m in mws):
+            raise RuntimeError(
+                "LinkRankScheduler needs its spider middleware: add "
+                'SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30} '
+                "to the Scrapy settings"
+            )
+
+    def _add_seeds_file(self, path):
+        try:
+            urls = read_seeds_file(path)
+        except OSError as e:
+            raise SettingsError(f"LINKRANK_SEEDS_FILE={path!r}: {e.strerror or e}") from None
+        for k in range(0, len(urls), SEED_CHUNK):
+            self.manager.add_seeds([FRequest(url=u, meta={b"scrapy_meta": {}}) for u in urls[k : k + SEED_CHUNK]])
+        self.stats.set_value("linkrank/seeds_file", len(urls))
+        logger.info("%d seeds read from %s", len(urls), os.path.abspath(path))
+
+    def close(self, reason):
+        if self._log_loop is not None and self._log_loop.running:
+            self._log_loop.stop()
+        if self.manager is None:
+            return
+        self._flush_seeds()
+        self.backend.get_next_requests(0)  # apply and commit what is pending, hand out nothing
+        self._log_progress(final=True)
+        if self._n_buffered or self._in_flight:
+            logger.info(
+                "%d requests handed out were not finished (%d still waiting for their host): "
+                "the next run on %s offers them again",
+                self._n_buffered + len(self._in_flight),
+                self._n_buffered,
+                self.settings.PATH,
+            )
+        self.manager.stop()
+        self.manager = None
+
+    # -- Scrapy's scheduler interface ----------------------------------------------------
+    def enqueue_request(self, request):
+        meta = request.meta
+        if meta.get(DONT_FRONTIER) or FRONTIER_META in meta:
+            # Not for the frontier, or a follow-up of a frontier request
+            # (redirect, retry): fetched now, ahead of the frontier.
+            self._local.append(request)
+            self.stats.inc_value("linkrank/scrapy_queue")
+            return True
+        try:
+            seed = to_frontera(request, self.spider)
+        except ValueError as e:
+            logger.warning("%s goes through Scrapy's queue, not the frontier: %s", request.url, e)
+            self._local.append(request)
+            self.stats.inc_value("linkrank/scrapy_queue")
+            return True
+        self._seeds.append(seed)
+        self.stats.inc_value("linkrank/seeds_start")
+        return True
+
+    def has_pending_requests(self):
+        if self._local or self._seeds or self._n_buffered:
+            return True
+        if self._in_flight:
+            if self._engine_idle():
+                self._reclaim_lost()
+            return True
+        if self._budget_left() <= 0:
+            return False
+        return not self.manager.finished
+
+    def next_request(self):
+        if self._local:
+            return self._local.popleft()
+        self._flush_seeds()
+        request = self._pop_ready()
+        if request is None and self._should_ask():
+            self._ask()
+            request = self._pop_ready()
+        return request
+
+    # -- seeds and asking the frontier -----------------------------------------------------
+    def _flush_seeds(self):
+        if self._seeds:
+            seeds, self._seeds = self._seeds, []
+            for k in range(0, len(seeds), SEED_CHUNK):
+                self.manager.add_seeds(seeds[k : k + SEED_CHUNK])
+            self._empty = None
+
+    def _budget_left(self):
+        if not self.settings.MAX_PAGES:
+            return math.inf
+        used = self._crawled_base + self._fetched + len(self._in_flight) + self._n_buffered
+        return self.settings.MAX_PAGES - used
+
+    def _should_ask(self):
+        if self._n_buffered >= self.fsettings.MAX_NEXT_REQUESTS:
+            return False
+        if self._budget_left() <= 0:
+            if not self._budget_logged:
+                self._budget_logged = True
+                logger.info("page budget LINKRANK_MAX_PAGES=%d reached: no more requests", self.settings.MAX_PAGES)
+            return False
+        if self._empty is not None:
+            when, reports = self._empty
+            # An empty answer stays empty until something is reported (new
+            # links, a finished lease) or a retry wait may have ended.
+            if reports == self._reports and time.monotonic() - when < EMPTY_RETRY:
+                return False
+        return True
+
+    def _slot_key(self, request):
+        return self.crawler.engine.downloader.get_slot_key(request)
+
+    def _capacity(self, key):
+        downloader = self.crawler.engine.downloader
+        slot = downloader.slots.get(key)
+        conc = slot.concurrency if slot is not None else (downloader.ip_concurrency or downloader.domain_concurrency)
+        return slot_capacity(conc, self.settings)
+
+    def _ask(self):
+        n = self.fsettings.MAX_NEXT_REQUESTS - self._n_buffered
+        n = int(min(n, self._budget_left()))
+        downloader = self.crawler.engine.downloader
+        overused = {k for k, load in self._slot_load.items() if load >= self._capacity(k)}
+        overused.update(self._buffer)  # hosts with requests waiting here get no more
+        frequests = self.manager.get_next_requests(
+            n, key_type="ip" if downloader.ip_concurrency else "domain", overused_keys=sorted(overused)
+        )
+        self.stats.inc_value("linkrank/batches")
+        if not frequests:
+            self._empty = (time.monotonic(), self._reports)
+            return
+        self._empty = None
+        for fr in frequests:
+            request = to_scrapy(fr, self.spider)
+            request.errback = _Errback(self, request.errback)
+            key = self._slot_key(request)
+            self._buffer.setdefault(key, collections.deque()).append((self._seq, request))
+            self._seq += 1
+        self._n_buffered += len(frequests)
+        self.stats.inc_value("linkrank/requests", len(frequests))
+
+    def _pop_ready(self):
+        """The best buffered request whose slot has room, or None."""
+        best = None
+        for key, queue in self._buffer.items():
+            if self._slot_load[key] < self._capacity(key) and (best is None or queue[0][0] < best[1]):
+                best = (key, queue[0][0])
+        if best is None:
+            return None
+        key = best[0]
+        queue = self._buffer[key]
+        _, request = queue.popleft()
+        if not queue:
+            del self._buffer[key]
+        self._n_buffered -= 1
+        self._in_flight[request.meta[FRONTIER_META]["fingerprint"]] = key
+        self._slot_load[key] += 1
+        return request
+
+    # -- outcomes (called by the spider middleware and the errback) ------------------------
+    def _finish(self, meta):
+        """Mark the frontier request of ``meta`` finished; False if it is not
+        one in flight (not a frontier request, or already reported)."""
+        info = meta.get(FRONTIER_META)
+        if not info:
+            return False
+        key = self._in_flight.pop(info.get("fingerprint"), None)
+        if key is None:
+            return False
+        self._slot_load[key] -= 1
+        if self._slot_load[key] <= 0:
+            del self._slot_load[key]
+        self._reports += 1
+        return True
+
+    def response_done(self, response, links):
+        """A response of the crawl and the frontier links its page yielded
+        (Frontera requests). Reported once per frontier request; links of
+        pages the frontier did not hand out enter it as seeds."""
+        if self.manager is None:
+            return
+        if not self._finish(response.meta):
+            if links:
+                self._seeds.extend(links)
+            return
+        fresponse = response_to_frontera(response)
+        self.manager.page_crawled(fresponse)
+        self._fetched += 1 + len(set(response.meta.get("redirect_urls") or ()))
+        if links:
+            self.manager.links_extracted(fresponse.request, links)
+        self.stats.inc_value("linkrank/links_extracted", len(links))
+
+    def request_failed(self, request, failure):
+        """A frontier request failed without a response (network error,
+        refused by robots.txt or another downloader middleware)."""
+        if self.manager is None or not self._finish(request.meta):
+            return
+        meta = {b"scrapy_meta": {}}
+        if failure.check(IgnoreRequest):
+            meta[b"dont_retry"] = True  # robots.txt, offsite, too many redirects: permanent
+        chain = request.meta.get("redirect_urls") or ()
+        url = chain[0] if chain else request.url
+        exc = failure.value
+        self.manager.request_error(FRequest(url=url, meta=meta), f"{type(exc).__name__}: {exc}"[:1000])
+        self.stats.inc_value(f"linkrank/errors/{type(exc).__name__}")
+
+    # -- lost requests and the end of the crawl ----------------------------------------------
+    def _engine_idle(self):
+        engine = self.crawler.engine
+        slot = getattr(engine.scraper, "slot", None)
+        return not engine.downloader.active and (slot is None or slot.is_idle())
+
+    def _reclaim_lost(self):
+        """Requests handed out whose outcome never came back (a component
+        dropped them): failed, so the frontier offers them again later."""
+        lost = list(self._in_flight.items())
+        logger.warning("%d requests handed out never came back from Scrapy: recorded as failed", len(lost))
+        for fp, key in lost:
+            self._in_flight.pop(fp)
+            self._slot_load[key] -= 1
+            if self._slot_load[key] <= 0:
+                del self._slot_load[key]
+            page = self.backend.db.find(bytes.fromhex(fp))
+            if page is not None:
+                url = self.backend.db.urls([page])[0]
+                self.manager.request_error(FRequest(url=url, meta={b"scrapy_meta": {}}), "lost in Scrapy")
+        self._reports += 1
+        self.stats.inc_value("linkrank/lost", len(lost))
+
+    def _spider_idle(self, spider=None):
+        if self.settings.MAX_PAGES and self._budget_left() <= 0 and not self._in_flight:
+            raise CloseSpider("linkrank_page_budget")
+
+    # -- progress ------------------------------------------------------------------------------
+    def _update_stats(self):
+        st = self.backend.stats()
+        for k, v in st.items():
+            if isinstance(v, (int, float)):
+                self.stats.set_value(f"linkrank/{k}", v)
+        self.stats.set_value("linkrank/in_flight", len(self._in_flight) + self._n_buffered)
+        return st
+
+    def _log_progress(self, final=False):
+        st = self._update_stats()
+        now = time.monotonic()
+        crawled = int(st.get("pages_crawled", 0))
+        t0, c0 = self._last_log
+        rate = (crawled - c0) / (now - t0) * 60 if now > t0 else 0.0
+        self._last_log = (now, crawled)
+        logger.info(
+            "LinkRank%s: %d pages crawled (%d/min), %d known on %d hosts, %d queued, %d in flight, "
+            "%d links; omega cash %.4g, G %.4g, error bound %.3g",
+            " (end)" if final else "",
+            crawled,
+            rate,
+            st["pages"],
+            st["hosts"],
+            st["queued"],
+            len(self._in_flight) + self._n_buffered,
+            st.get("links", 0),
+            st["omega_cash"],
+            st["history_total"],
+            st["error_bound"],
+        )

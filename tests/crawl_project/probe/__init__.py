@@ -1,0 +1,1 @@
+"""Test project: a spider exercising the frontier's Scrapy features."""
