@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test bench clean
+.PHONY: venv test demo bench clean
 
 venv: $(STAMP)
 
@@ -16,6 +16,11 @@ $(STAMP): pyproject.toml
 
 test: venv
 	$(BIN)/python -m pytest -q
+
+# Serve data/hollins on 127.0.0.1, crawl it with example_project, print the
+# 20 most important pages (example_project/demo.sh).
+demo: venv
+	BIN=$(BIN) sh example_project/demo.sh
 
 bench: venv
 	$(BIN)/python benchmarks/ingest.py
