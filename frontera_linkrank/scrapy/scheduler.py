@@ -74,6 +74,7 @@ def read_seeds_file(path):
     ...     _ = f.write("# start here\\nhttp://a.test/\\n\\n  http://b.test/x#frag  \\n")
     >>> read_seeds_file(f.name)
     ['http://a.test/', 'http://b.test/x#frag']
+    >>> os.unlink(f.name)
     """
     urls = []
     with open(path, encoding="utf-8", errors="surrogateescape") as f:
