@@ -1,48 +1,58 @@
-"""Crawl-ordering quality on a real web graph (ALGORITHMS.md §6).
+"""Crawl-ordering quality on the shared real graphs: the README's reports.
 
-Crawls 20% of ``uk-2007-05@100000`` from 10 random seeds through
-Frontera's ``FrontierManager`` (a fetched page reveals only its out-links)
-and reports the true PageRank collected at 1, 5, 10 and 20% of the pages,
-for each policy and for Frontera's memory BFS backend.
+Runs ``frontera-linkrank simulate`` (ALGORITHMS.md §6: true PageRank
+collected, top-1% recall, area against the omniscient crawl, estimate
+quality) on
 
-    python benchmarks/crawl_quality.py [--policies opic fifo] [--draws 4]
+- ``uk-2007-05@100000`` (100,000 pages, hosts inferred from the URL-ordered
+  ids), and
+- the UK Web Archive 1996 host graph (58,842 hosts, one page per host),
+
+with the backend's policies beside every baseline, 3 draws of 10 random
+seeds, 20% of the pages, and writes the curves next to the README
+(``docs/simulate_<graph>.png``, if matplotlib is installed).
+
+    python benchmarks/crawl_quality.py [--draws 3] [--policies opic hybrid pagerank hits]
 """
 
 import argparse
 import os
 import sys
 
-import numpy as np
+from frontera_linkrank.simulation.cli import main as simulate
 
-from frontera_linkrank.simulation.crawl import BFS, LINKRANK, compare
-from frontera_linkrank.simulation.graphs import Graph
-from frontera_linkrank.simulation.metrics import reference_pagerank
-
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "uk-2007-05-100000", "uk-2007-05@100000.csr.npz")
-FRACTIONS = (0.01, 0.05, 0.10, 0.20)
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data"))
+GRAPHS = {
+    "uk2007": os.path.join(DATA, "uk-2007-05-100000", "uk-2007-05@100000.csr.npz"),
+    "ukwa": os.path.join(DATA, "ukwa-1996-hosts", "1996-uk-web-hosts.tsv.gz"),
+}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--graph", default=DATA)
-    ap.add_argument("--policies", nargs="+", default=["opic"])
-    ap.add_argument("--draws", type=int, default=4, help="random seed sets (10 seeds each)")
-    ap.add_argument("--batch", type=int, default=100)
+    ap.add_argument("--graphs", nargs="+", default=list(GRAPHS), choices=list(GRAPHS))
+    ap.add_argument("--policies", nargs="+", default=["opic", "hybrid", "pagerank", "hits"])
+    ap.add_argument("--draws", type=int, default=3)
+    ap.add_argument("--plots", default=os.path.join(HERE, "..", "docs"), help="folder of the PNGs ('' for none)")
     args = ap.parse_args(argv)
-    if not os.path.exists(args.graph):
-        sys.exit(f"graph not found: {args.graph} (needs ../shared/data)")
-    graph = Graph.from_npz(args.graph, name="uk2007")
-    truth = reference_pagerank(graph.indptr, graph.indices)
-    runs = {"Frontera memory BFS": (BFS, {})}
-    runs.update({p: (LINKRANK, {"LINKRANK_POLICY": p}) for p in args.policies})
-    head = " | ".join(f"PR@{int(f * 100)}%" for f in FRACTIONS)
-    print(f"| seeds | policy | {head} | seconds |")
-    print("|---|---|" + "---|" * (len(FRACTIONS) + 1))
-    for draw in range(args.draws):
-        seeds = np.random.default_rng(draw).choice(graph.n, 10, replace=False).tolist()
-        rows = compare(graph, runs, truth, FRACTIONS, seeds, int(0.2 * graph.n), batch=args.batch)
-        for name, (vals, secs, n) in rows.items():
-            print(f"| draw {draw} | {name} | " + " | ".join(f"{x:.4f}" for x in vals) + f" | {secs:.0f} |")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        args.plots = ""
+    for name in args.graphs:
+        path = GRAPHS[name]
+        if not os.path.exists(path):
+            sys.exit(f"graph not found: {path} (needs ../shared/data)")
+        cmd = [os.path.relpath(path), "--draws", str(args.draws)]
+        for p in args.policies:
+            cmd += ["--policy", p]
+        if args.plots:
+            cmd += ["--plot", os.path.relpath(os.path.join(args.plots, f"simulate_{name}.png"))]
+        code = simulate(cmd)
+        print(flush=True)
+        if code:
+            sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -318,3 +318,20 @@ def test_graph_generator_is_reproducible_and_host_structured():
     from frontera_linkrank.storage.urls import fingerprint
 
     assert all(fingerprint(a.urls[v]).hex().encode() == a.fingerprints[v] for v in range(0, a.n, 97))
+
+
+def test_urls_of_one_page_are_merged_before_a_report():
+    from frontera_linkrank.simulation.datasets import merge_same_pages
+    from frontera_linkrank.simulation.report import plan, run_report
+
+    urls = ["http://a.test/", "http://A.test/", "http://b.test/?y=1&x=2", "http://b.test/?x=2&y=1", "http://c.test/"]
+    g = Graph.from_edges([0, 1, 1, 2, 3, 4], [2, 3, 4, 0, 1, 0], 5, urls=urls)
+    m = merge_same_pages(g)
+    assert m.n == 3 and m.urls == ["http://a.test/", "http://b.test/?y=1&x=2", "http://c.test/"]
+    assert {(m.urls[s], m.urls[d]) for s in range(m.n) for d in m.out(s).tolist()} == {
+        ("http://a.test/", "http://b.test/?y=1&x=2"), ("http://a.test/", "http://c.test/"),
+        ("http://b.test/?y=1&x=2", "http://a.test/"), ("http://c.test/", "http://a.test/")}
+    rep = run_report(g, plan(["opic"], ["bfs"]), draws=1, seeds=1, budget=1.0, fractions=(1.0,))
+    assert rep["graph"]["pages"] == 3 and rep["graph"]["merged_urls"] == 2
+    assert all(r["draws"][0]["pages"] == 3 for r in rep["runs"])
+    assert merge_same_pages(m) is m

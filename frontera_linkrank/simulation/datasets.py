@@ -28,6 +28,7 @@ __all__ = [
     "data_path",
     "infer_hosts",
     "load_edge_list",
+    "merge_same_pages",
     "load_graph",
     "load_hollins",
     "load_pagedb",
@@ -129,12 +130,14 @@ def load_edge_list(path, name=None):
     if not index:
         raise ValueError(f"{path}: no links (expected SRC_URL<TAB>DST_URL lines)")
     name = name or os.path.basename(path).split(".")[0]
-    return _merge_same_pages(Graph.from_edges(src, dst, len(index), urls=list(index), name=name))
+    return merge_same_pages(Graph.from_edges(src, dst, len(index), urls=list(index), name=name))
 
 
-def _merge_same_pages(g):
-    """URLs with the same Frontera fingerprint (``?b=1&a=2`` and ``?a=2&b=1``)
-    are one page to a frontier: merge them into the first one seen."""
+def merge_same_pages(g):
+    """URLs with the same Frontera fingerprint (``?b=1&a=2`` and ``?a=2&b=1``,
+    ``http://WWW.x.uk/`` and ``http://www.x.uk/``) are one page to a
+    frontier: merge them into the first one (links merged, self-links
+    kept). Returns ``g`` itself if all fingerprints differ."""
     fps = g.fingerprints
     first = {}
     rep = np.fromiter((first.setdefault(fp, v) for v, fp in enumerate(fps)), np.int64, g.n)

@@ -1,0 +1,471 @@
+"""Policy report: which crawl policy collects the important pages first?
+
+:func:`run_report` crawls a known graph with each policy of the real
+backend (``LinkRankBackend`` with ``LINKRANK_POLICY`` = the policy) and
+each baseline of :mod:`.baselines`, from the same random seed sets,
+through ``FrontierManager`` (:func:`.crawl.crawl`), and measures
+(ALGORITHMS.md §6), against the graph's true PageRank PR* (d = 0.85, L1
+change < 1e-12):
+
+- PR* collected after 1, 5, 10, 20% of the pages were fetched, and that
+  sum relative to the omniscient crawl's (always the frontier page with
+  the highest PR*);
+- recall of the true top 1% at the same points;
+- the area under the collected-PR* curve up to the budget, relative to
+  the omniscient crawl's;
+- pages per second (simulator, manager and backend; measurements
+  excluded); with politeness, the simulated time to reach each point;
+- the quality of the policy's own importance estimate as the crawl
+  proceeds: weighted Kendall tau (``scipy.stats.weightedtau``) and top-1%
+  overlap against PR* over the pages the frontier knows at that moment.
+
+:func:`format_report` renders the tables (Markdown), :func:`plot_report`
+the curves (matplotlib, optional), and the report itself is a JSON-able
+dict.
+"""
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import metrics
+from .baselines import BACKENDS
+from .crawl import LINKRANK, crawl
+
+BASELINES = ("bfs", "random", "backlinks", "larger-sites-first", "batch-pagerank", "omniscient")
+FRACTIONS = (0.01, 0.05, 0.10, 0.20)
+ORACLE = "omniscient"
+# Estimate a policy orders by: the last ranking for ranked policies, else AOPIC.
+POLICY_ESTIMATE = {"pagerank": "pagerank", "hybrid": "pagerank", "hits": "authority"}
+LABELS = {
+    "bfs": "BFS (= Frontera memory BFS)",
+    "frontera-bfs": "Frontera memory BFS",
+    "random": "random",
+    "backlinks": "backlink count",
+    "larger-sites-first": "larger sites first",
+    "batch-pagerank": "batch PageRank",
+    "omniscient": "omniscient (true PR*)",
+}
+
+
+@dataclass
+class Run:
+    """One crawl configuration: a backend and its settings."""
+
+    name: str
+    backend: str
+    settings: dict = field(default_factory=dict)
+    kind: str = "policy"  # "policy" (LinkRankBackend) or "baseline"
+
+    @property
+    def label(self):
+        return LABELS.get(self.name, self.name)
+
+
+def plan(policies=("opic",), baselines=BASELINES, settings=None, pagerank_every=1000):
+    """The runs of a report: ``policies`` of LinkRankBackend with
+    ``settings`` (``LINKRANK_*``), then ``baselines``; the omniscient crawl
+    is always included (the other runs are measured against it).
+
+    Unless ``settings`` say otherwise, the backend's periodic rankings run
+    every ``pagerank_every`` pages, like the batch PageRank baseline, so
+    the two are compared at the same cost.
+    """
+    settings = dict(settings or {})
+    settings.setdefault("LINKRANK_RANK_EVERY_PAGES", pagerank_every)
+    runs = []
+    for p in dict.fromkeys(policies):
+        runs.append(Run(p, LINKRANK, {**settings, "LINKRANK_POLICY": p}, "policy"))
+    base = list(dict.fromkeys(baselines))
+    if ORACLE not in base:
+        base.append(ORACLE)
+    for b in base:
+        if b not in BACKENDS:
+            raise ValueError(f"unknown baseline {b!r}; choose from {', '.join(BACKENDS)}")
+        extra = {"SIMULATION_PAGERANK_EVERY": pagerank_every} if b == "batch-pagerank" else {}
+        runs.append(Run(b, BACKENDS[b], extra, "baseline"))
+    return runs
+
+
+def draw_seeds(graph, k, draw, random_seed=0):
+    """``k`` seed pages drawn uniformly among pages with out-links (a seed
+    without links would end the crawl at once), reproducibly per draw."""
+    deg = np.diff(graph.indptr)
+    pool = np.flatnonzero(deg > 0)
+    if not len(pool):
+        raise ValueError(f"{graph.name}: no page has out-links")
+    rng = np.random.default_rng([random_seed, draw])
+    return np.sort(rng.choice(pool, min(k, len(pool)), replace=False)).tolist()
+
+
+class Observer:
+    """Quality of a frontier's importance estimate over the pages it knows.
+
+    Maps the frontier's pages to graph vertices by fingerprint (cached per
+    backend, extended as pages appear) and compares its estimate with the
+    true PageRank of those pages (:func:`metrics.estimate_quality`).
+    """
+
+    def __init__(self, graph, truth, primary=None, fp_vertex=None):
+        self.truth = truth
+        self.primary = primary
+        self._fp_vertex = fp_vertex if fp_vertex is not None else dict(zip(graph.fingerprints, range(graph.n)))
+        self._vertices = np.zeros(0, np.int64)
+
+    def _map(self, fps):
+        """Graph vertices of the frontier's pages ``fps`` (hex bytes list or
+        one bytes string of 20-byte digests), extending the cache."""
+        have = len(self._vertices)
+        if isinstance(fps, (bytes, bytearray, memoryview)):
+            raw = bytes(fps)
+            n = len(raw) // 20
+            hexed = raw[20 * have :].hex().encode()
+            new = [hexed[40 * k : 40 * k + 40] for k in range(n - have)]
+        else:
+            n = len(fps)
+            new = fps[have:n]
+        get = self._fp_vertex.get
+        add = np.fromiter((get(fp, -1) for fp in new), np.int64, len(new))
+        self._vertices = np.concatenate([self._vertices, add])
+        return self._vertices[:n]
+
+    def estimate(self, backend):
+        """``(name, vertices, values)`` of the backend's estimate, or None."""
+        db = getattr(backend, "db", None)
+        if db is not None and hasattr(backend, "importance"):  # LinkRankBackend
+            v = db.vertices
+            n = v.n
+            vertices = self._map(v.fp[:n].tobytes())
+            name = self.primary or POLICY_ESTIMATE.get(backend.settings.POLICY, "importance")
+            if name == "importance":
+                values = backend.importance(np.arange(n))
+            else:
+                ranks = getattr(backend, "ranks", None)
+                values = ranks.values(name, np.arange(n)) if ranks is not None else np.zeros(n)
+            return name, vertices, values
+        est = backend.estimate() if hasattr(backend, "estimate") else None
+        if est is None:
+            return None
+        fps, values = est
+        name = {"BacklinkBackend": "backlinks", "BatchPageRankBackend": "pagerank"}.get(type(backend).__name__, "estimate")
+        return name, self._map(fps), np.asarray(values, np.float64)
+
+    def __call__(self, backend, n_crawled):
+        got = self.estimate(backend)
+        if got is None:
+            return None
+        name, vertices, values = got
+        ok = vertices >= 0
+        tau, overlap = metrics.estimate_quality(values[ok], self.truth[vertices[ok]])
+        return {"crawled": n_crawled, "known": int(ok.sum()), "estimate": name,
+                "weighted_tau": tau, "top_overlap": overlap}
+
+
+def run_report(
+    graph,
+    runs,
+    draws=3,
+    seeds=10,
+    budget=0.2,
+    fractions=FRACTIONS,
+    batch=100,
+    politeness=None,
+    estimate_points=10,
+    random_seed=0,
+    truth=None,
+    progress=False,
+    curve_points=200,
+):
+    """Crawl ``graph`` with every run of ``runs`` (:func:`plan`) from
+    ``draws`` random seed sets and measure them; returns the report dict.
+
+    ``budget`` is a share of the pages (<= 1) or a page count; ``fractions``
+    are shares of *all* pages (those beyond the budget are left out).
+    ``progress``: show a progress bar (tqdm) on stderr.
+    """
+    from .datasets import merge_same_pages
+
+    n_given = graph.n
+    graph = merge_same_pages(graph)  # one vertex per page the frontier can tell apart
+    n = graph.n
+    budget = int(round(budget * n)) if budget <= 1 else int(budget)
+    if budget < 1:
+        raise ValueError("the budget is less than one page")
+    fractions = [f for f in fractions if 0 < round(f * n) <= budget]
+    t0 = time.perf_counter()
+    if truth is None:
+        truth = metrics.reference_pagerank(graph.indptr, graph.indices)
+    truth_seconds = time.perf_counter() - t0
+    top = metrics.top_set(truth, 0.01)
+    oracle = dict(zip(graph.fingerprints, truth.tolist()))
+    fp_vertex = dict(zip(graph.fingerprints, range(n)))
+    marks = [int(round(f * n)) for f in fractions]
+    points = sorted(set(marks) | {max(1, int(round(budget * (k + 1) / estimate_points))) for k in range(estimate_points)})
+    grid = np.unique(np.linspace(1, budget, min(curve_points, budget)).round().astype(np.int64))
+
+    bar = _progress(len(runs) * draws * budget) if progress else None
+    results = {r.name: [] for r in runs}
+    try:
+        for d in range(draws):
+            seed_set = draw_seeds(graph, seeds, d, random_seed)
+            for run in runs:
+                if bar is not None:
+                    bar.set_postfix_str(f"draw {d + 1}/{draws}: {run.name}")
+                settings = dict(run.settings)
+                if run.name == ORACLE:
+                    settings["SIMULATION_ORACLE"] = oracle
+                if run.name == "random":
+                    settings.setdefault("SIMULATION_RANDOM_SEED", [random_seed, d])
+                done = [0]
+
+                def tick(k, done=done):
+                    done[0] += k
+                    if bar is not None:
+                        bar.update(k)
+
+                res = crawl(graph, run.backend, seed_set, budget, batch=batch, settings=settings,
+                            politeness=politeness, observe=Observer(graph, truth, fp_vertex=fp_vertex),
+                            checkpoints=points,
+                            progress=tick)
+                if bar is not None:
+                    bar.update(budget - done[0])
+                results[run.name].append((seed_set, res))
+    finally:
+        if bar is not None:
+            bar.close()
+
+    oracle_area = [metrics.area(res.order, truth, budget) for _, res in results[ORACLE]]
+    oracle_collected = [metrics.collected(res.order, truth, fractions) for _, res in results[ORACLE]]
+    out_runs = []
+    for run in runs:
+        per_draw = []
+        curves, recalls = [], []
+        for d, (seed_set, res) in enumerate(results[run.name]):
+            got = metrics.collected(res.order, truth, fractions)
+            cur = metrics.curve(res.order, truth, budget)
+            hit = np.zeros(n, bool)
+            hit[top] = True
+            rec = np.cumsum(hit[np.asarray(res.order, np.int64)]) / len(top) if res.order else np.zeros(0)
+            rec_full = np.concatenate([rec, np.full(budget - len(rec), rec[-1] if len(rec) else 0.0)])
+            curves.append(cur[grid - 1])
+            recalls.append(rec_full[grid - 1])
+            by_mark = {c: o for c, o in res.observations if o is not None}
+            obs = list({id(o): o for _, o in res.observations if o is not None}.values())
+            entry = {
+                "seeds": seed_set,
+                "pages": len(res.order),
+                "seconds": res.seconds,
+                "pages_per_second": len(res.order) / res.seconds if res.seconds > 0 else math.inf,
+                "collected": got,
+                "relative": [g / o if o > 0 else math.nan for g, o in zip(got, oracle_collected[d])],
+                "recall_top1": metrics.recall(res.order, top, n, fractions),
+                "auc_relative": float(cur.sum()) / oracle_area[d] if oracle_area[d] > 0 else math.nan,
+                "estimate": [by_mark.get(m) for m in marks],
+                "estimate_curve": obs,
+                "measure_seconds": res.observe_seconds,
+            }
+            if res.times is not None:
+                entry["time_to"] = [res.times[m - 1] if m <= len(res.times) else None for m in marks]
+                entry["time_total"] = res.times[-1] if res.times else 0.0
+                t_grid = res.times
+                entry["time_curve"] = [[float(t_grid[k - 1]), float(cur[k - 1])] for k in grid.tolist()
+                                       if k <= len(t_grid)]
+            per_draw.append(entry)
+        out_runs.append({
+            "name": run.name,
+            "label": run.label,
+            "kind": run.kind,
+            "backend": run.backend,
+            "settings": {k: v for k, v in run.settings.items() if _jsonable(v)},
+            "draws": per_draw,
+            "mean": _means(per_draw),
+            "curve": {"pages": grid.tolist(), "collected": np.mean(curves, 0).tolist(),
+                      "recall_top1": np.mean(recalls, 0).tolist()},
+        })
+    return {
+        "graph": {"name": graph.name, "pages": n, "links": int(graph.n_edges),
+                  "hosts": _n_hosts(graph), "merged_urls": n_given - n},
+        "budget": budget,
+        "fractions": list(fractions),
+        "draws": draws,
+        "seeds_per_draw": seeds,
+        "batch": batch,
+        "random_seed": random_seed,
+        "politeness": None if politeness is None else vars(politeness).copy(),
+        "truth": {"algorithm": "PageRank", "damping": 0.85, "tolerance_l1": 1e-12, "seconds": truth_seconds,
+                  "top1_pages": int(len(top))},
+        "runs": out_runs,
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def _n_hosts(graph):
+    from ..storage.urls import RejectedURL, check_url
+
+    names = set()
+    for u in graph.urls:
+        try:
+            names.add(check_url(u))
+        except RejectedURL:
+            pass
+    return len(names)
+
+
+def _jsonable(v):
+    return isinstance(v, (str, int, float, bool, type(None), list, tuple))
+
+
+def _nanmean(rows):
+    a = np.array([[math.nan if x is None else x for x in r] for r in rows], np.float64)
+    if a.size == 0:
+        return []
+    with np.errstate(all="ignore"):
+        m = np.nanmean(a, 0) if not np.all(np.isnan(a)) else np.full(a.shape[1], math.nan)
+    return [None if math.isnan(x) else float(x) for x in m]
+
+
+def _means(per_draw):
+    def col(key):
+        return _nanmean([d[key] for d in per_draw])
+
+    out = {
+        "collected": col("collected"),
+        "relative": col("relative"),
+        "recall_top1": col("recall_top1"),
+        "auc_relative": _nanmean([[d["auc_relative"]] for d in per_draw])[0],
+        "auc_range": [float(np.nanmin(a)), float(np.nanmax(a))]
+        if (a := [d["auc_relative"] for d in per_draw]) and not all(math.isnan(x) for x in a) else None,
+        "pages_per_second": float(np.mean([d["pages_per_second"] for d in per_draw])),
+        "pages": float(np.mean([d["pages"] for d in per_draw])),
+    }
+    if per_draw and all(e is not None for d in per_draw for e in d["estimate"]) and per_draw[0]["estimate"]:
+        out["estimate"] = per_draw[0]["estimate"][0]["estimate"]
+        out["weighted_tau"] = _nanmean([[e["weighted_tau"] for e in d["estimate"]] for d in per_draw])
+        out["top_overlap"] = _nanmean([[e["top_overlap"] for e in d["estimate"]] for d in per_draw])
+    if per_draw and "time_to" in per_draw[0]:
+        out["time_to"] = _nanmean([d["time_to"] for d in per_draw])
+    return out
+
+
+def _progress(total):
+    # tqdm: a maintained progress bar that adapts to the terminal width,
+    # shows rate and ETA, and degrades to occasional lines when stderr is
+    # not a terminal (disable=None turns it off there).
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="page", unit_scale=True, dynamic_ncols=True, disable=None, smoothing=0.05)
+
+
+# -- output -----------------------------------------------------------------------------
+
+
+def _pct(f):
+    return f"{f * 100:g}%"
+
+
+def _num(x, fmt="{:.4f}"):
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt.format(x)
+
+
+def format_report(report, command=None):
+    """The report as Markdown tables (means over the seed draws)."""
+    g = report["graph"]
+    fr = report["fractions"]
+    lines = []
+    if command:
+        lines += [f"`{command}`", ""]
+    pol = report["politeness"]
+    merged = f" (after merging {g['merged_urls']:,} URLs with the fingerprint of another)" if g.get("merged_urls") else ""
+    lines.append(
+        f"{g['name']}: {g['pages']:,} pages{merged}, {g['links']:,} links, {g['hosts']:,} hosts; "
+        f"{report['draws']} draws of {report['seeds_per_draw']} random seeds; budget {report['budget']:,} pages "
+        f"({report['budget'] / g['pages']:.0%}); "
+        + (f"batches of {report['batch']}" if pol is None else
+           f"politeness: {pol['delay']:g} s between fetches of a host, {pol['concurrency']} requests in the crawler")
+        + ". Means over the draws; PR* = true PageRank (d = 0.85)."
+    )
+    lines.append("")
+    head = "| policy | " + " | ".join(f"PR*@{_pct(f)} (vs omniscient)" for f in fr) + \
+        " | top-1% recall@" + "/".join(_pct(f) for f in fr) + " | AUC vs omniscient (draws' range) | pages/s |"
+    lines += [head, "|---|" + "---|" * (len(fr) + 3)]
+    for r in report["runs"]:
+        m = r["mean"]
+        cells = [f"{_num(c)} ({_num(rel, '{:.2f}')})" for c, rel in zip(m["collected"], m["relative"])]
+        rec = "/".join(_num(x, "{:.2f}") for x in m["recall_top1"])
+        rng = m.get("auc_range")
+        auc = _num(m["auc_relative"], "{:.3f}") + (f" ({rng[0]:.2f}-{rng[1]:.2f})" if rng and len(r["draws"]) > 1 else "")
+        lines.append(f"| {r['label']} | " + " | ".join(cells) + f" | {rec} | {auc} | {m['pages_per_second']:,.0f} |")
+    est = [r for r in report["runs"] if "estimate" in r["mean"]]
+    if est:
+        lines += ["", "Estimate quality over the pages known at each point (weighted Kendall tau / top-1% overlap "
+                  "with PR*):", ""]
+        lines += ["| policy | estimate | " + " | ".join(f"@{_pct(f)}" for f in fr) + " |",
+                  "|---|---|" + "---|" * len(fr)]
+        for r in est:
+            m = r["mean"]
+            cells = [f"{_num(t, '{:.3f}')} / {_num(o, '{:.2f}')}" for t, o in zip(m["weighted_tau"], m["top_overlap"])]
+            lines.append(f"| {r['label']} | {m['estimate']} | " + " | ".join(cells) + " |")
+    if pol is not None:
+        lines += ["", "Simulated crawl time to reach each point (hours):", ""]
+        lines += ["| policy | " + " | ".join(f"@{_pct(f)}" for f in fr) + " |", "|---|" + "---|" * len(fr)]
+        for r in report["runs"]:
+            t = r["mean"].get("time_to", [])
+            lines.append(f"| {r['label']} | " + " | ".join(_num(x / 3600 if x is not None else None, '{:.2f}')
+                                                           for x in t) + " |")
+    return "\n".join(lines)
+
+
+def plot_report(report, path):
+    """Curves of the report in a PNG (needs matplotlib: the ``plot`` extra)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise RuntimeError("plotting needs matplotlib: pip install 'frontera_linkrank[plot]'") from None
+    g = report["graph"]
+    polite = report["politeness"] is not None
+    fig, axes = plt.subplots(2, 2, figsize=(13, 9))
+    (a1, a2), (a3, a4) = axes
+    for r in report["runs"]:
+        x = np.asarray(r["curve"]["pages"]) / g["pages"] * 100
+        style = "-" if r["kind"] == "policy" else "--"
+        a1.plot(x, r["curve"]["collected"], style, label=r["label"])
+        a2.plot(x, r["curve"]["recall_top1"], style, label=r["label"])
+        pts = {}
+        for d in r["draws"]:
+            for o in d["estimate_curve"]:
+                pts.setdefault(o["crawled"], []).append(o["weighted_tau"])
+        if pts:
+            ks = sorted(pts)
+            a3.plot(np.asarray(ks) / g["pages"] * 100, [np.nanmean(pts[k]) for k in ks], style + "o",
+                    label=f"{r['label']} ({r['mean'].get('estimate', '')})", markersize=3)
+        if polite:
+            tc = np.asarray(r["draws"][0].get("time_curve", []))
+            if len(tc):
+                a4.plot(tc[:, 0] / 3600, tc[:, 1], style, label=r["label"])
+        else:
+            oracle = next(o for o in report["runs"] if o["name"] == ORACLE)["curve"]["collected"]
+            with np.errstate(all="ignore"):
+                a4.plot(x, np.asarray(r["curve"]["collected"]) / np.asarray(oracle), style, label=r["label"])
+    a1.set(xlabel="pages fetched (% of the graph)", ylabel="true PageRank collected", title="PR* collected")
+    a2.set(xlabel="pages fetched (% of the graph)", ylabel="recall", title="recall of the true top 1%")
+    a3.set(xlabel="pages fetched (% of the graph)", ylabel="weighted Kendall tau",
+           title="estimate vs PR* over the known pages")
+    if polite:
+        a4.set(xlabel="simulated time (hours)", ylabel="true PageRank collected", title="PR* collected over time")
+    else:
+        a4.set(xlabel="pages fetched (% of the graph)", ylabel="ratio", title="PR* collected / omniscient crawl")
+    for a in axes.flat:
+        a.grid(alpha=0.3)
+    a1.legend(fontsize=8)
+    if a3.lines:
+        a3.legend(fontsize=8)
+    fig.suptitle(f"{g['name']}: {g['pages']:,} pages, {report['draws']} seed draws, means")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

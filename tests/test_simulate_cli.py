@@ -1,0 +1,123 @@
+"""``frontera-linkrank simulate``: inputs, outputs and errors."""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from frontera_linkrank.simulation.cli import main
+from frontera_linkrank.simulation.crawl import LINKRANK, simulate
+from frontera_linkrank.simulation.datasets import load_graph
+from frontera_linkrank.simulation.graphs import power_law_host_graph
+
+
+def run(argv, capsys):
+    assert argv[0] == "simulate"
+    code = main(argv[1:])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def npz(tmp_path_factory):
+    g = power_law_host_graph(2000, pages_per_host=100, seed=3)
+    path = tmp_path_factory.mktemp("g") / "small.npz"
+    np.savez(path, indptr=g.indptr, indices=g.indices.astype(np.int32), hosts=g.hosts)
+    return str(path), g
+
+
+FAST = ["--draws", "1", "--seeds", "3", "--estimate-points", "2", "--no-progress"]
+
+
+def test_json_report_of_a_csr_npz(npz, capsys):
+    path, g = npz
+    code, out, err = run(["simulate", path, "--policy", "opic", "--policy", "fifo", "--baselines", "bfs,random",
+                          "--budget", "0.1", "--fractions", "0.02,0.1", "--json", *FAST], capsys)
+    assert code == 0, err
+    rep = json.loads(out)
+    assert rep["graph"]["pages"] == g.n and rep["graph"]["links"] == g.n_edges
+    assert rep["graph"]["hosts"] == len(set(g.hosts.tolist()))
+    assert [r["name"] for r in rep["runs"]] == ["opic", "fifo", "bfs", "random", "omniscient"]
+    assert rep["budget"] == 200 and rep["fractions"] == [0.02, 0.1]
+    by = {r["name"]: r for r in rep["runs"]}
+    # LinkRankBackend's fifo is breadth-first in discovery order, like the BFS baseline.
+    assert by["fifo"]["draws"][0]["collected"] == pytest.approx(by["bfs"]["draws"][0]["collected"])
+    assert by["opic"]["settings"]["LINKRANK_POLICY"] == "opic"
+    assert rep["command"].startswith("frontera-linkrank simulate ")
+
+
+def test_table_json_file_and_politeness(npz, capsys, tmp_path):
+    path, _ = npz
+    code, out, err = run(["simulate", path, "--baselines", "larger-sites-first", "--budget", "150",
+                          "--host-delay", "2", "--concurrency", "4", "--json", str(tmp_path / "r.json"), *FAST],
+                         capsys)
+    assert code == 0, err
+    assert "| opic |" in out and "| larger sites first |" in out and "| omniscient (true PR*) |" in out
+    assert "Simulated crawl time" in out and "2 s between fetches of a host" in out
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert rep["politeness"] == {"delay": 2.0, "concurrency": 4, "per_host": 1}
+    for r in rep["runs"]:
+        times = r["draws"][0]["time_to"]
+        assert all(t is not None and t > 0 for t in times) and times == sorted(times)
+
+
+def test_plot(npz, capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    path, _ = npz
+    png = tmp_path / "curves.png"
+    code, out, err = run(["simulate", path, "--baselines", "bfs", "--budget", "100", "--plot", str(png), *FAST],
+                         capsys)
+    assert code == 0, err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_page_database_and_link_list_inputs(tmp_path, capsys):
+    g = power_law_host_graph(600, pages_per_host=60, seed=5)
+    order = simulate(g, LINKRANK, [0, 1], 150, workdir=str(tmp_path))
+    db = load_graph(str(tmp_path / "db"))
+    # The database's graph: every page it knows, links of the crawled ones.
+    assert db.n >= 150
+    for v in order:
+        got = {db.urls[w] for w in db.out(db.index[g.urls[v]]).tolist()}
+        assert got == {g.urls[w] for w in g.out(v).tolist()} - {g.urls[v]}
+    assert db.n_edges == sum(len(set(g.out(v).tolist()) - {v}) for v in order)
+    code, out, err = run(["simulate", str(tmp_path / "db"), "--baselines", "bfs", "--budget", "0.2", *FAST], capsys)
+    assert code == 0, err
+    assert f"{db.n:,} pages" in out
+
+    links = tmp_path / "links.tsv.gz"
+    with gzip.open(links, "wt") as f:
+        f.write("# comment\n")
+        f.write("http://a.test/\thttp://b.test/x?b=1&a=2\n")
+        f.write("http://a.test/\thttp://c.test/\n")
+        f.write("http://b.test/x?a=2&b=1\thttp://c.test/\n")  # same page as b.test/x?b=1&a=2
+        f.write("http://c.test/\thttp://a.test/\n")
+    lg = load_graph(str(links))
+    assert lg.n == 3 and lg.n_edges == 4
+    code, out, err = run(["simulate", str(links), "--budget", "1.0", "--json", *FAST], capsys)
+    assert code == 0, err
+    assert all(r["draws"][0]["pages"] == 3 for r in json.loads(out)["runs"])
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["/no/such/graph.tsv"], "no such file"),
+        (["{npz}", "--set", "LINKRANK_DAMPING=2"], "LINKRANK_DAMPING"),
+        (["{npz}", "--set", "NO_SUCH_THING=1"], "unknown setting LINKRANK_NO_SUCH_THING"),
+        (["{npz}", "--set", "DAMPING"], "expected KEY=VALUE"),
+        (["{npz}", "--policy", "nonsense"], "--policy nonsense"),
+        (["{npz}", "--baselines", "bfs,magic"], "unknown baseline 'magic'"),
+        (["{npz}", "--fractions", "0.1,2"], "--fractions"),
+        (["{npz}", "--draws", "0"], "--draws must be >= 1"),
+        (["{bad}"], "'indptr' is not a CSR row pointer"),
+    ],
+)
+def test_errors_are_one_clear_line(argv, message, npz, tmp_path, capsys):
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, indptr=np.array([0, 5]), indices=np.array([0]))
+    argv = [a.format(npz=npz[0], bad=bad) for a in argv]
+    code, out, err = run(["simulate", *argv, "--no-progress"], capsys)
+    assert code == 2
+    assert message in err and "Traceback" not in err
