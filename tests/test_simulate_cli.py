@@ -121,3 +121,14 @@ def test_errors_are_one_clear_line(argv, message, npz, tmp_path, capsys):
     code, out, err = run(["simulate", *argv, "--no-progress"], capsys)
     assert code == 2
     assert message in err and "Traceback" not in err
+
+
+def test_frontera_linkrank_simulate_dispatches_here(npz, capsys):
+    from frontera_linkrank.cli.main import main as frontera_linkrank
+
+    code = frontera_linkrank(["simulate", npz[0], "--baselines", "none", "--budget", "50", "--json", *FAST])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert [r["name"] for r in json.loads(out)["runs"]] == ["opic", "omniscient"]
+    assert frontera_linkrank(["simulate", "/no/such/file"]) == 2
+    assert "no such file" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
     frontera-linkrank serve-web GRAPH [options]   the local test web
     frontera-linkrank top PATH [-n 20]            the most important pages of a page database
+    frontera-linkrank simulate GRAPH [options]    compare crawl policies on a link graph
 
 (The ``page_db_*`` commands inspect and maintain page databases.)
 """
@@ -78,13 +79,19 @@ def serve_web(argv):
     print(f"stopped after {served:,} requests", flush=True)
 
 
+def simulate(argv):
+    from ..simulation.cli import main as simulate_main
+
+    return simulate_main(argv)
+
+
 def top(argv):
     from .top import main as top_main
 
     return top_main(argv)
 
 
-COMMANDS = {"serve-web": serve_web, "top": top}
+COMMANDS = {"serve-web": serve_web, "simulate": simulate, "top": top}
 
 
 def main(argv=None):
