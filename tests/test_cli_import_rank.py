@@ -19,6 +19,7 @@ from w3lib.url import canonicalize_url
 from frontera_linkrank.cli import check, dump, importer, rank, stats
 from frontera_linkrank.simulation.datasets import data_path
 from frontera_linkrank.storage.pagedb import PageDB
+from frontera_linkrank.storage.urls import RejectedURL, check_url
 
 BIN = os.path.dirname(sys.executable)
 
@@ -280,9 +281,28 @@ def test_import_into_a_crawled_database_keeps_the_cash_books(policy, make_backen
     }  # fmt: skip
 
 
+def outcome(fn, *args):
+    try:
+        return fn(*args)
+    except RejectedURL as e:
+        return ("refused", e.reason)
+
+
+def same_as_the_crawl(url, max_length=2083):
+    """The importer's (host, fingerprint) of ``url`` is the crawl's: the
+    host check_url gives and Frontera's fingerprint (written out here), or
+    the same refusal."""
+    host = outcome(check_url, url, max_length)
+    got = outcome(importer.host_and_fingerprint, url, max_length)
+    if isinstance(host, tuple):
+        assert got == host, url[:200]
+    else:
+        assert got == (host, bytes.fromhex(fp_hex(url))), url[:200]
+
+
 def test_fast_fingerprint_equals_frontera_fingerprint():
     """The importer's shortcut for URLs already in canonical form gives the
-    crawl's fingerprint, on URLs generated to sit on both sides of it."""
+    crawl's host and fingerprint, on URLs generated to sit on both sides of it."""
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
@@ -295,7 +315,7 @@ def test_fast_fingerprint_equals_frontera_fingerprint():
     )
     bad = st.sampled_from(["", "", "", ";p", "?q=1", "#f", "[", ".", " ", "\u00e9", "//"])
     host = st.lists(st.text("abz09-_", min_size=1, max_size=4), min_size=1, max_size=3).map(".".join)
-    port = st.sampled_from(["", "", ":80", ":8080", ":080", ":0"])
+    port = st.sampled_from(["", "", ":80", ":8080", ":080", ":0", ":99999"])
     scheme = st.sampled_from(["http://", "https://", "http://", "HTTP://"])
     cases = {"fast": 0, "slow": 0}
 
@@ -304,7 +324,7 @@ def test_fast_fingerprint_equals_frontera_fingerprint():
     def check_one(sch, h, p, segments, tail, upper):
         url = sch + (h.upper() if upper and h.upper() != h else h) + p + "/" + "/".join(segments) + tail
         cases["fast" if importer._CANONICAL.fullmatch(url) else "slow"] += 1
-        assert importer.fast_fingerprint(url) == bytes.fromhex(fp_hex(url)), url
+        same_as_the_crawl(url)
 
     check_one()
     assert cases["fast"] > 25 and cases["slow"] > 25, cases
@@ -313,4 +333,7 @@ def test_fast_fingerprint_equals_frontera_fingerprint():
     pieces = [f"%{c:02X}" for c in range(256)] + [f"%{c:02x}" for c in range(256)] + [chr(c) for c in range(33, 127)]
     for piece in pieces:
         for url in (f"http://a.test/p{piece}q", f"http://a.test/{piece}/q"):
-            assert importer.fast_fingerprint(url) == bytes.fromhex(fp_hex(url)), url
+            same_as_the_crawl(url)
+    for url in ("http://a.test:65535/", "http://a.test:65536/", "http://a.test:99999/x", "http://" + "a" * 3000 + ".test/"):
+        same_as_the_crawl(url)
+    same_as_the_crawl("http://a.test/" + "x" * 100, max_length=50)

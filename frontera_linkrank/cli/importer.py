@@ -50,6 +50,7 @@ import time
 from collections import Counter
 
 import numpy as np
+from tqdm import tqdm
 
 from .. import default_settings
 from ..storage.bulk import LinkLoader, add_pages, settle_pages
@@ -69,9 +70,10 @@ REPORT = 10  # bad lines reported one by one
 # characters w3lib keeps literally and escapes it keeps (upper-case, of a
 # byte it would escape again). Their fingerprint is sha1 of the URL itself,
 # ~30x cheaper than canonicalising it, which dominated imports of real
-# lists; test_cli_import_rank checks the equivalence on generated URLs.
+# lists, and their host is as written; test_cli_import_rank checks both
+# against check_url and Frontera's fingerprint on generated URLs.
 _CANONICAL = re.compile(
-    r"https?://[a-z0-9_-]+(?:\.[a-z0-9_-]+)*(?::[1-9][0-9]{0,4})?"
+    r"https?://([a-z0-9_-]+(?:\.[a-z0-9_-]+)*)(?::([1-9][0-9]{0,4}))?"
     r"(?:/(?:[A-Za-z0-9_~!$&'()*+,=:@|%-][A-Za-z0-9._~!$&'()*+,=:@|%-]*)?)+"
 )
 _ESCAPE = re.compile(r"%([0-9A-F]{2})")
@@ -82,16 +84,18 @@ _LITERAL = set(b":/?#[]@!$&'()*+,;=ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrs
 _KEPT_ESCAPES = {f"{c:02X}" for c in range(256) if c not in _LITERAL} | {"25", "2F", "3B", "3F"}
 
 
-def fast_fingerprint(url):
-    """:func:`~frontera_linkrank.storage.urls.fingerprint`, with a shortcut
-    for URLs already in canonical form."""
-    if _CANONICAL.fullmatch(url):
-        if "%" not in url:
-            return hashlib.sha1(url.encode("ascii")).digest()
-        escapes = _ESCAPE.findall(url)
-        if len(escapes) == url.count("%") and _KEPT_ESCAPES.issuperset(escapes):
-            return hashlib.sha1(url.encode("ascii")).digest()
-    return fingerprint(url)
+def host_and_fingerprint(url, max_length=0):
+    """``(check_url(url, max_length), fingerprint(url))`` (raising
+    :class:`RejectedURL` like them), with a shortcut for URLs already in
+    canonical form: their host is in the URL as is, their fingerprint is
+    sha1 of the URL."""
+    m = _CANONICAL.fullmatch(url)
+    if m is not None and not (max_length and len(url) > max_length):
+        port = m.group(2)
+        escapes = _ESCAPE.findall(url) if "%" in url else ()
+        if (port is None or int(port) < 65536) and len(escapes) == url.count("%") and _KEPT_ESCAPES.issuperset(escapes):
+            return m.group(1), hashlib.sha1(url.encode("ascii")).digest()
+    return check_url(url, max_length), fingerprint(url)
 
 
 class Malformed(Exception):
@@ -217,8 +221,7 @@ class Importer:
         for raw in raw_urls:
             try:
                 u = raw.decode("utf-8").strip()
-                host = check_url(u, self.max_url_length)
-                fp = fast_fingerprint(u)
+                host, fp = host_and_fingerprint(u, self.max_url_length)
             except UnicodeDecodeError:
                 cache[raw] = self._reason_code("invalid_utf8")
                 continue
@@ -531,8 +534,6 @@ def _summary(imp, db, args, seconds):
 
 def _progress_bar(quiet):
     """A tqdm bar on stderr over the bytes read (disabled when not a terminal)."""
-    from tqdm import tqdm
-
     return tqdm(total=None, unit="B", unit_scale=True, disable=True if quiet else None, file=sys.stderr,
                 mininterval=0.5, dynamic_ncols=True)  # fmt: skip
 
