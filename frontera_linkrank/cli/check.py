@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from ..storage.bulk import distinct
 from ..storage.pagedb import CorruptDatabase
 from ..storage.urls import RejectedURL, check_url, fingerprint
 from ..storage.vertices import CRAWLED, F_SEED, LEASED, NO_PAGE, STATE_NAMES
@@ -147,7 +148,7 @@ def check_links(db):
             owner = np.repeat(src, lens)
             self_links += int((owner == dst).sum())
             pair = owner * max(n, 1) + dst
-            dup_rows += len(pair) - len(np.unique(pair))
+            dup_rows += len(pair) - len(distinct(pair))
     if bad_dst:
         out.append(f"{bad_dst} links to missing pages")
     if self_links:
