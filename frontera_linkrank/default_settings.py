@@ -195,3 +195,48 @@ LINKRANK_RANK_MAX_ITERATIONS = 200
 # found since, and a new page with much cash can overtake weakly ranked ones.
 # Measured on uk-2007 (README): 16 and 256 collect less PageRank at 10-20%.
 LINKRANK_HYBRID_WEIGHT = 64.0
+
+# -- Recrawl (refreshing crawled pages) --------------------------------------------
+
+# Fetch crawled pages again when they are due (see LINKRANK_RECRAWL_POLICY);
+# the crawl then never runs out of work: end it with a page budget or
+# Scrapy's CLOSESPIDER_* settings. Off: every page is fetched once.
+LINKRANK_RECRAWL = False
+
+# When a crawled page is due again:
+#   "value"       when the value of refreshing it (importance / change rate,
+#                 ALGORITHMS.md §5) reaches a threshold set from the
+#                 bandwidth: important, often changing pages first
+#   "uniform"     every page equally often
+#   "change_rate" each page in proportion to its estimated change rate
+LINKRANK_RECRAWL_POLICY = "value"
+
+# Share of each batch of requests given to due refreshes when there are
+# new pages too (places one kind cannot fill go to the other).
+LINKRANK_RECRAWL_SHARE = 0.5
+
+# Importance used by the "value" policy: "pagerank" (the last periodic
+# ranking, which recrawl then turns on; AOPIC for pages it does not cover
+# yet) or "aopic" (the on-line estimate alone: cheaper, but after a few
+# reads per page too rough to beat a uniform refresh, README).
+LINKRANK_RECRAWL_IMPORTANCE = "pagerank"
+
+# Prior change rate (changes per second) of a page with few visits, and its
+# weight in visits: one change a day, worth one visit.
+LINKRANK_RECRAWL_PRIOR_RATE = 1 / 86400
+LINKRANK_RECRAWL_PRIOR_VISITS = 1.0
+
+# A page is never fetched again sooner than this many seconds after its
+# last fetch.
+LINKRANK_RECRAWL_MIN_INTERVAL = 3600.0
+
+# Visits kept per page for the change-rate estimate.
+LINKRANK_RECRAWL_HISTORY = 32
+
+# Ask with If-None-Match / If-Modified-Since (the page's stored ETag and
+# Last-Modified); a 304 answer is a visit without change.
+LINKRANK_RECRAWL_CONDITIONAL = True
+
+# Re-derive the refresh schedule from the measured fetch rate after this
+# many fetched pages (a vectorised pass over all crawled pages).
+LINKRANK_RECRAWL_CALIBRATE_PAGES = 1000

@@ -15,6 +15,7 @@ from . import default_settings
 POLICIES = ("opic", "fifo", "score", "pagerank", "hits", "hybrid")
 RANK_ALGORITHMS = ("pagerank", "hits")
 RANK_EDGES = ("auto", "memory", "stream")
+RECRAWL_POLICIES = ("value", "uniform", "change_rate")
 # Rankings each policy needs recomputed.
 POLICY_RANKINGS = {"pagerank": ("pagerank",), "hybrid": ("pagerank",), "hits": ("hits",)}
 OMEGA_POLICIES = ("all", "unfetched", "fetched", "hosts")
@@ -237,9 +238,42 @@ class LinkRankSettings:
     def _check_hybrid_weight(self, v):
         return self._number(v, lo=0)
 
+    def _check_recrawl(self, v):
+        return self._bool(v)
+
+    def _check_recrawl_policy(self, v):
+        return self._choice(v, RECRAWL_POLICIES)
+
+    def _check_recrawl_share(self, v):
+        return self._number(v, lo=0, hi=1)
+
+    def _check_recrawl_importance(self, v):
+        return self._choice(v, ("aopic", "pagerank"))
+
+    def _check_recrawl_prior_rate(self, v):
+        return self._number(v, lo=0, open_lo=True)
+
+    def _check_recrawl_prior_visits(self, v):
+        return self._number(v, lo=0)
+
+    def _check_recrawl_min_interval(self, v):
+        return self._number(v, lo=0)
+
+    def _check_recrawl_history(self, v):
+        return self._number(v, lo=2, integer=True)
+
+    def _check_recrawl_conditional(self, v):
+        return self._bool(v)
+
+    def _check_recrawl_calibrate_pages(self, v):
+        return self._number(v, lo=1, integer=True)
+
     def validate_combination(self):
         if self.RANK_ALGORITHMS is None:
-            self.RANK_ALGORITHMS = POLICY_RANKINGS.get(self.POLICY, ())
+            wanted = set(POLICY_RANKINGS.get(self.POLICY, ()))
+            if self.RECRAWL and self.RECRAWL_IMPORTANCE == "pagerank":
+                wanted.add("pagerank")
+            self.RANK_ALGORITHMS = tuple(a for a in RANK_ALGORITHMS if a in wanted)
         if self.INTERNAL_WEIGHT == 0 and self.EXTERNAL_WEIGHT == 0:
             raise SettingsError(
                 "LINKRANK_INTERNAL_WEIGHT and LINKRANK_EXTERNAL_WEIGHT cannot both be 0"

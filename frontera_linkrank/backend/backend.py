@@ -25,6 +25,9 @@ import numpy as np
 from frontera.core.components import Backend
 from frontera.core.models import Request
 
+from ..recrawl.content import content_hash as normalised_hash
+from ..recrawl.recrawler import Recrawler, status_class, validators
+from ..recrawl.recrawler import _header as validators_header
 from ..scheduling import priority as priorities
 from ..scheduling.frontier import Frontier
 from ..scoring.aopic import Aopic
@@ -32,7 +35,19 @@ from ..scoring.ranker import BackgroundRanker, RankConfig, RankScores, content_s
 from ..settings import LinkRankSettings
 from ..storage.pagedb import PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
-from ..storage.vertices import CRAWLED, ERROR, F_EXTRAS, F_REDIRECT, F_SEED, LEASED, NO_PAGE, UNFETCHED
+from ..storage.vertices import (
+    CRAWLED,
+    ERROR,
+    F_EXTRAS,
+    F_NORM_HASH,
+    F_REDIRECT,
+    F_REFRESH,
+    F_SEED,
+    F_VALIDATORS,
+    LEASED,
+    NO_PAGE,
+    UNFETCHED,
+)
 from .components import LinkRankMetadata, LinkRankQueue, LinkRankStates
 
 logger = logging.getLogger(__name__)
@@ -75,7 +90,7 @@ def _request_parts(req):
 class _Read:
     """A crawled page waiting for its AOPIC read at the next flush."""
 
-    __slots__ = ("idx", "status", "when", "score", "hash", "links", "late", "redirect_to")
+    __slots__ = ("idx", "status", "when", "score", "hash", "links", "late", "redirect_to", "validators", "kept_links")
 
     def __init__(self, idx, status, when, score=math.nan, content_hash=0, late=False):
         self.idx = idx
@@ -86,6 +101,8 @@ class _Read:
         self.links = []
         self.late = late  # links for a page already read: store them, move no cash
         self.redirect_to = None  # page index this one redirected to
+        self.validators = None  # (etag, last_modified) to store (recrawl)
+        self.kept_links = False  # 304: the page keeps its stored out-links
 
 
 class LinkRankBackend(Backend):
@@ -164,7 +181,9 @@ class LinkRankBackend(Backend):
         # writer lock), so its requests are offered again.
         leased = np.flatnonzero(v.state[: v.n] == LEASED)
         if len(leased):
-            v.state[leased] = UNFETCHED
+            # (a leased refresh goes back to the crawled pages)
+            v.state[leased] = np.where(v.flags[leased] & F_REFRESH, CRAWLED, UNFETCHED)
+            v.flags[leased] &= 0xFF ^ F_REFRESH
             v.lease[leased] = 0.0
             db.touch(leased)
             self._count("leases_recovered", len(leased))
@@ -177,6 +196,7 @@ class LinkRankBackend(Backend):
         keys = make(v, self.aopic, ranks=self.ranks, weight=s.HYBRID_WEIGHT)
         self.frontier = Frontier(v, keys, priorities.host_class(s.POLICY, self.aopic))
         self.frontier.rebuild()
+        self.recrawler = Recrawler(self) if s.RECRAWL else None
         self._pending = []
         self._pending_by_idx = {}
         self._last_commit = self.clock()
@@ -381,8 +401,16 @@ class LinkRankBackend(Backend):
         if body and 200 <= status < 300:
             if isinstance(body, str):
                 body = body.encode("utf-8", "surrogateescape")
-            content_hash = int.from_bytes(hashlib.blake2b(body, digest_size=8).digest(), "little")
+            if self.recrawler is not None:
+                # Normalised, so a timestamp or session id is not a change
+                # (costs a few ms a page: only when pages are refreshed).
+                ctype = validators_header(response.headers, "content-type")
+                content_hash = normalised_hash(body, ctype)
+            else:
+                content_hash = int.from_bytes(hashlib.blake2b(body, digest_size=8).digest(), "little") or 1
         r = _Read(i, status, now, score, content_hash)
+        if self.recrawler is not None and (200 <= status < 300 or status == 304):
+            r.validators = validators(response.headers)
         for src, dst, code in hops:
             hop = _Read(src, code, now)
             hop.redirect_to = dst
@@ -452,6 +480,7 @@ class LinkRankBackend(Backend):
             return
         self._flush()  # its pending reads, if any, come first
         v = self.db.vertices
+        refresh = v.state[i] == LEASED and bool(v.flags[i] & F_REFRESH)
         if v.state[i] in (CRAWLED, ERROR) and v.n_crawls[i]:
             self._count("errors_after_crawl")
             return
@@ -464,10 +493,15 @@ class LinkRankBackend(Backend):
             self.frontier.discard(i)
             self.aopic.leave(i)
             v.state[i] = ERROR
+            v.flags[i] &= 0xFF ^ F_REFRESH
             self.aopic.omega += float(v.cash[i])  # it will never be read: cash to ω
             v.cash[i] = 0.0
             self.aopic.join(i)
             self._count("pages_failed")
+        elif refresh:
+            # A failed refresh: the stored copy stays; try again later.
+            self.recrawler.requeue(i, now + self.settings.RETRY_DELAY * 2 ** (int(v.errors[i]) - 1))
+            self._count("refresh_retries")
         else:
             v.state[i] = UNFETCHED
             self.frontier.wait_retry(i, now + self.settings.RETRY_DELAY)
@@ -475,7 +509,11 @@ class LinkRankBackend(Backend):
         self._maybe_commit(now)
 
     def finished(self):
-        return not self._pending and self.frontier.is_empty()
+        return (
+            not self._pending
+            and self.frontier.is_empty()
+            and (self.recrawler is None or not len(self.recrawler.refresher))
+        )
 
     def get_next_requests(self, max_n_requests, **kwargs):
         """Lease and return up to ``max_n_requests`` requests, best first.
@@ -487,22 +525,31 @@ class LinkRankBackend(Backend):
         now = self.clock()
         self._rank_step(now)
         fr = self.frontier
-        fr.expire(now, self.settings.LEASE_TIMEOUT)
+        _, expired_refreshes = fr.expire(now, self.settings.LEASE_TIMEOUT)
+        for page in expired_refreshes:
+            self.recrawler.requeue(page, now)
         fr.release_retries(now)
         if max_n_requests <= 0:
             self._commit()
             return []
         skip = self._skip_function(kwargs.get("key_type", "domain"), kwargs.get("overused_keys") or ())
-        pages = fr.take(
-            max_n_requests,
-            now,
-            skip_host=skip,
-            max_per_host=self.settings.MAX_REQUESTS_PER_HOST,
-            offsets=(self.aopic.A, 0.0),
-        )
+        cap = self.settings.MAX_REQUESTS_PER_HOST
+        counts = {}  # host -> requests in this batch, refreshes and new pages alike
+        rc = self.recrawler
+        refresh = []
+        if rc is not None:
+            rc.step(now, self.counters.get("pages_crawled", 0))
+            refresh = rc.take(round(rc.share * max_n_requests), now, skip, cap, counts)
+        pages = fr.take(max_n_requests - len(refresh), now, skip_host=skip, max_per_host=cap,
+                        offsets=(self.aopic.A, 0.0), counts=counts)
+        if rc is not None and len(refresh) + len(pages) < max_n_requests:
+            refresh += rc.take(max_n_requests - len(refresh) - len(pages), now, skip, cap, counts, fill=True)
+        pages += refresh
         if pages:
             self.db.touch(np.asarray(pages))
             self._count("requests_out", len(pages))
+            if refresh:
+                self._count("refreshes_out", len(refresh))
         self._commit()
         return self._make_requests(pages)
 
@@ -534,19 +581,26 @@ class LinkRankBackend(Backend):
             idx = np.asarray(pages, np.int64)
             extra_pages = idx[(v.flags[idx] & F_EXTRAS) != 0].tolist()
             extras = self.db.request_extras(extra_pages, txn) if extra_pages else {}
+            conditional = {}
+            if self.recrawler is not None:
+                want = (v.flags[idx] & (F_REFRESH | F_VALIDATORS)) == (F_REFRESH | F_VALIDATORS)
+                conditional = self.recrawler.conditional_headers(idx[want].tolist(), txn)
         out = []
         model = self.request_model
         fps = v.fp[pages].tobytes().hex().encode("ascii")
         depths = v.depth[pages].tolist()
         for k, (p, url) in enumerate(zip(pages, urls)):
             parts = extras.get(p)
+            cond = conditional.get(p)
             if parts is None:
                 meta = {b"scrapy_meta": {}}
-                req = model(url=url, meta=meta)
+                req = model(url=url, meta=meta, headers=cond)
             else:
                 method, headers, cookies, extra, body = parts
                 meta = dict(extra)
                 meta.setdefault(b"scrapy_meta", {})
+                if cond:
+                    headers = {**(headers or {}), **cond}
                 req = model(url=url, method=method, headers=headers, cookies=cookies, meta=meta, body=body)
             meta[b"fingerprint"] = fps[40 * k : 40 * k + 40]
             meta[b"depth"] = depths[k]
@@ -611,13 +665,14 @@ class LinkRankBackend(Backend):
             self._commit()
 
     def _commit(self):
-        self.db.commit(
-            {
-                "aopic": {**self.aopic.state_dict(), "hosts": self.settings.OMEGA_HOSTS},
-                "counters": self.counters,
-                "policy": self.settings.POLICY,
-            }
-        )
+        meta = {
+            "aopic": {**self.aopic.state_dict(), "hosts": self.settings.OMEGA_HOSTS},
+            "counters": self.counters,
+            "policy": self.settings.POLICY,
+        }
+        if self.recrawler is not None:
+            meta["recrawl"] = self.recrawler.state_dict()
+        self.db.commit(meta)
         self._last_commit = self.clock()
         self._count("commits")
 
@@ -760,6 +815,13 @@ class LinkRankBackend(Backend):
                         self._set_hint(j, hint)
             if r.redirect_to is not None:
                 kids = np.array([r.redirect_to], np.int64)
+            if r.status == 304 and v.n_crawls[i] and not r.late:
+                # Not modified: the page still links where it did.
+                kids = db.edges.pending_row(i)
+                if kids is None:
+                    with db.snapshot() as txn:
+                        kids = db.edges.out_links(txn, i).astype(np.int64)
+                r.kept_links = True
             if r.late:
                 # More links for a page read earlier: union with its row.
                 old = db.edges.pending_row(i)
@@ -784,7 +846,8 @@ class LinkRankBackend(Backend):
             v.state[i] = CRAWLED
             v.n_crawls[i] += 1
             aopic.join(i)
-            db.edges.add(i, kids)
+            if not r.kept_links:
+                db.edges.add(i, kids)
             reads.append(r)
             read_kids.append(kids)
         if reads:
@@ -805,6 +868,8 @@ class LinkRankBackend(Backend):
         when = np.fromiter((r.when for r in reads), np.float64, len(reads))
         self.db.touch(idx)
         self._count("pages_crawled", len(reads))
+        if self.recrawler is not None:
+            self._record_revisits(reads, idx, when)
         v.errors[idx] = 0
         v.status[idx] = [r.status for r in reads]
         redirected = np.fromiter((r.redirect_to is not None for r in reads), bool, len(reads))
@@ -812,12 +877,14 @@ class LinkRankBackend(Backend):
         first = v.first_crawl[idx] == 0
         v.first_crawl[idx[first]] = when[first]
         v.last_crawl[idx] = when
+        norm = F_NORM_HASH if self.recrawler is not None else 0
         for r in reads:
             if r.hash:
                 i = r.idx
-                if v.content_hash[i] and v.content_hash[i] != r.hash:
+                if v.content_hash[i] and v.content_hash[i] != r.hash and (v.flags[i] & F_NORM_HASH) == norm:
                     v.n_changes[i] += 1
                 v.content_hash[i] = r.hash
+                v.flags[i] = (v.flags[i] & (0xFF ^ F_NORM_HASH)) | norm
             if r.score == r.score:  # not nan
                 v.score[r.idx] = r.score
         # Out-degree, depth and parent from the rows just read.
@@ -846,6 +913,39 @@ class LinkRankBackend(Backend):
             if ok.any():
                 np.maximum.at(v.hint, dst[ok], scores[ok])
 
+    def _record_revisits(self, reads, idx, when):
+        """Recrawl: visit history, change rates and refresh schedule of the
+        pages read (before their fields are overwritten)."""
+        v, db = self.db.vertices, self.db
+        revisit = (v.n_crawls[idx] > 1).tolist()
+        intervals = (when - v.last_crawl[idx]).tolist()
+        # A 304 carries only some validators: keep the stored others.
+        partial = [r.idx for r in reads if r.kept_links and r.validators and None in r.validators]
+        with db.snapshot() as txn:
+            stored = db.validators(partial, txn) if partial else {}
+        changed = []
+        for r, again, interval in zip(reads, revisit, intervals):
+            i = r.idx
+            ch = None  # unknown: not a usable observation
+            if again and interval > 0:
+                old = int(v.status[i])
+                if r.kept_links:  # 304
+                    ch = False
+                elif old and status_class(old) != status_class(r.status):
+                    ch = True
+                elif r.hash and v.content_hash[i] and v.flags[i] & F_NORM_HASH:
+                    ch = r.hash != int(v.content_hash[i])
+            changed.append(ch)
+            if r.validators is not None and any(r.validators):
+                old_v = stored.get(i, (None, None))
+                db.set_validators(i, *(new or kept for new, kept in zip(r.validators, old_v)))
+                v.flags[i] |= F_VALIDATORS
+            v.flags[i] &= 0xFF ^ F_REFRESH
+        self._count("changes_detected", sum(1 for c in changed if c))
+        self._count("not_modified", sum(1 for r in reads if r.kept_links))
+        with db.snapshot() as txn:
+            self.recrawler.visited(reads, revisit, changed, intervals, txn)
+
     # -- reporting ---------------------------------------------------------------------------
     def stats(self):
         """Figures for logs and Scrapy's stats collector."""
@@ -864,6 +964,8 @@ class LinkRankBackend(Backend):
             ranking_version=self.ranks.version,
             ranking_pages=self.ranks.n,
         )
+        if self.recrawler is not None:
+            out["refresh_scheduled"] = len(self.recrawler.refresher)
         return out
 
     def importance(self, idx=None):

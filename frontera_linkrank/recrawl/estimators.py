@@ -28,6 +28,7 @@ Examples
 import math
 
 import numpy as np
+from scipy.optimize import brentq
 
 _P_PRIOR = 1.0 - math.exp(-1.0)  # chance a pseudo-visit at the mean interval saw a change
 
@@ -60,23 +61,17 @@ def mle(intervals, changed, weights=None):
         return math.inf
 
     def score(lam):  # decreasing in lam
-        return float((wc * tc / np.expm1(lam * tc)).sum()) - unchanged
+        with np.errstate(over="ignore"):  # expm1 -> inf: that term is 0
+            return float((wc * tc / np.expm1(lam * tc)).sum()) - unchanged
 
-    # score(lo) > 0 > score(hi): bracket the root, then bisect in log space.
+    # score(lo) > 0 > score(hi): bracket the root, then Brent's method in
+    # log space (a dozen evaluations instead of a hundred bisections).
     lo, hi = 1e-12 / t.max(), 1.0 / t.min()
     while score(hi) > 0:
         hi *= 4
     while score(lo) < 0:
         lo /= 4
-    for _ in range(100):
-        mid = math.sqrt(lo * hi)
-        if score(mid) > 0:
-            lo = mid
-        else:
-            hi = mid
-        if hi / lo < 1 + 1e-12:
-            break
-    return math.sqrt(lo * hi)
+    return math.exp(brentq(lambda u: score(math.exp(u)), math.log(lo), math.log(hi), xtol=1e-12, rtol=1e-12))
 
 
 def estimate(intervals, changed, prior_rate=None, prior_visits=0.0, rtol=1e-6):

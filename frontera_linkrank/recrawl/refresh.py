@@ -42,6 +42,25 @@ def refresh_value(w, lam, tau):
     return v
 
 
+# Inverse of _f by table: f is increasing from 0 to 1; a log-spaced grid of
+# x and linear interpolation give a starting point that Newton's method
+# (f' = x e^{-x}) refines to machine precision in a few steps.
+_XGRID = np.logspace(-7, np.log10(700.0), 4096)
+
+
+def _f_inverse(t):
+    """x with 1 - (1 + x) e^{-x} = t, for t in (0, 1)."""
+    fgrid = _f(_XGRID)
+    x = np.interp(t, fgrid, _XGRID)
+    small = t < fgrid[0]
+    x[small] = np.sqrt(2.0 * t[small])  # f(x) ~ x^2/2
+    for _ in range(6):
+        fx = _f(x)
+        dx = (fx - t) / np.maximum(x * np.exp(-x), 1e-300)
+        x = np.clip(x - dx, 0.5 * x, 2.0 * x + 1e-12)  # keep steps sane far from the root
+    return x
+
+
 def due_interval(w, lam, mu):
     """Time ``τ*`` after a fetch at which ``V(τ*) = mu`` (inf if never)."""
     w, lam = np.broadcast_arrays(np.asarray(w, np.float64), np.asarray(lam, np.float64))
@@ -51,18 +70,7 @@ def due_interval(w, lam, mu):
     reach = ok & (target < 1.0)
     x = np.full(w.shape, np.inf)
     if reach.any():
-        t = target[reach]
-        # Bisection on f(x) = t over x in [0, hi]: f is increasing.
-        lo = np.zeros_like(t)
-        hi = np.maximum(1.0, -np.log1p(-t) * 2 + 2)
-        while (_f(hi) < t).any():
-            hi = np.where(_f(hi) < t, hi * 2, hi)
-        for _ in range(80):
-            mid = 0.5 * (lo + hi)
-            below = _f(mid) < t
-            lo = np.where(below, mid, lo)
-            hi = np.where(below, hi, mid)
-        x[reach] = 0.5 * (lo + hi)
+        x[reach] = _f_inverse(target[reach])
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(reach, x / np.where(lam > 0, lam, 1.0), np.inf)
 

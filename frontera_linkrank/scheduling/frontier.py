@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..storage.vertices import LEASED, UNFETCHED
+from ..storage.vertices import F_REFRESH, LEASED, UNFETCHED
 from .queue import BestFirstQueue
 
 
@@ -108,18 +108,24 @@ class Frontier:
         self._waiting.discard(page)
 
     # -- handing out -------------------------------------------------------------------
-    def take(self, n, now, skip_host=None, max_per_host=0, offsets=(0.0, 0.0)):
-        """Lease up to ``n`` best pages: returns their indices."""
-        pages = self.queue.pop_batch(n, skip_host, max_per_host, offsets)
+    def take(self, n, now, skip_host=None, max_per_host=0, offsets=(0.0, 0.0), counts=None):
+        """Lease up to ``n`` best pages: returns their indices. ``counts``
+        (host -> pages already in this batch) is updated."""
+        pages = self.queue.pop_batch(n, skip_host, max_per_host, offsets, counts)
         if pages:
-            idx = np.asarray(pages, np.int64)
-            self._key[idx] = np.nan
-            self.table.state[idx] = LEASED
-            self.table.lease[idx] = now
-            self.leases.extend((now, p) for p in pages)
+            self._key[np.asarray(pages, np.int64)] = np.nan
             self.n_queued -= len(pages)
-            self.n_leased += len(pages)
+            self.lease(pages, now)
         return pages
+
+    def lease(self, pages, now):
+        """Mark ``pages`` handed out at ``now`` (new pages from :meth:`take`,
+        or refreshes of crawled pages flagged ``F_REFRESH``)."""
+        idx = np.asarray(pages, np.int64)
+        self.table.state[idx] = LEASED
+        self.table.lease[idx] = now
+        self.leases.extend((now, p) for p in pages)
+        self.n_leased += len(pages)
 
     def lease_done(self, page):
         """A leased page was crawled or failed (its state is about to change)."""
@@ -127,18 +133,25 @@ class Frontier:
             self.n_leased -= 1
 
     def expire(self, now, timeout):
-        """Return pages whose lease is older than ``timeout`` to the queue."""
+        """Return pages whose lease is older than ``timeout`` to the queue.
+
+        Returns ``(new, refreshes)``: the pages queued again, and the
+        expired refreshes (still ``LEASED``), which the caller reschedules.
+        """
         t = self.table
-        back = []
+        back, refresh = [], []
         while self.leases and self.leases[0][0] <= now - timeout:
             when, page = self.leases.popleft()
             if t.state[page] == LEASED and t.lease[page] == when:
-                t.state[page] = UNFETCHED
                 self.n_leased -= 1
-                back.append(page)
+                if t.flags[page] & F_REFRESH:
+                    refresh.append(page)
+                else:
+                    t.state[page] = UNFETCHED
+                    back.append(page)
         if back:
             self.offer(back)
-        return back
+        return back, refresh
 
     def wait_retry(self, page, ready):
         """Page failed and will be retried at time ``ready`` (state UNFETCHED)."""

@@ -125,16 +125,17 @@ class BestFirstQueue:
                 return top[0]
         return None
 
-    def pop_batch(self, n, skip_host=None, max_per_host=0, offsets=(0.0, 0.0)):
+    def pop_batch(self, n, skip_host=None, max_per_host=0, offsets=(0.0, 0.0), counts=None):
         """Remove and return up to ``n`` best live pages.
 
         ``skip_host(host)`` -> True keeps a host's pages for later (an
         overused downloader slot); ``max_per_host`` caps pages per host in
-        this batch (0: no cap).
+        this batch (0: no cap), counting the pages already in ``counts``
+        (host -> pages; updated).
         """
         out = []
         set_aside = []
-        counts = {}
+        counts = {} if counts is None else counts
         while len(out) < n:
             best = None
             for cls in (0, 1):

@@ -15,6 +15,10 @@ Named databases inside the environment:
 ``edges``      blocks of out-links, see :mod:`.edges`
 ``errors``     page index -> last fetch error (UTF-8)
 ``scores``     ranking results (PageRank, HITS), written by the rankers
+``visits``     page index -> the page's last recrawl visits (interval since
+               the previous visit, changed or not), for change-rate estimates
+``validators`` page index -> ETag and Last-Modified of its last fetch (JSON),
+               for conditional requests on recrawl
 
 Why a log for page records: a crawled page changes the cash of each page it
 links to, so a batch touches records all over the table. LMDB copies every
@@ -49,9 +53,15 @@ from .vertices import RECORD, VertexTable
 logger = logging.getLogger(__name__)
 
 SCHEMA_NAME = "frontera_linkrank.pagedb"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: page field "rate", tables "visits" and "validators"
 CHUNK = 4096  # pages per checkpoint value
-_DBS = (b"meta", b"vertices", b"vlog", b"urls", b"requests", b"hosts", b"edges", b"errors", b"scores")
+_DBS = (
+    b"meta", b"vertices", b"vlog", b"urls", b"requests", b"hosts", b"edges", b"errors", b"scores",
+    b"visits", b"validators",
+)  # fmt: skip
+# One recrawl visit: seconds since the previous visit, and whether the
+# content had changed.
+VISIT = np.dtype([("interval", "<f8"), ("changed", "u1")])
 _VLOG = struct.Struct("<8sQ")
 _VLOG_MAGIC = b"LRvlog01"
 
@@ -150,6 +160,9 @@ class PageDB:
         self._new_requests = []  # (index, pickled request parts)
         self._new_errors = []  # (index, utf-8 message)
         self._new_hosts = []  # (host id, name)
+        self._new_visits = {}  # index -> [(interval, changed)] of this batch
+        self._new_validators = {}  # index -> utf-8 JSON [etag, last_modified]
+        self.max_visits = 32  # visits kept per page
         self._committed_n = self.n_pages
 
     # -- opening ----------------------------------------------------------------
@@ -203,6 +216,16 @@ class PageDB:
                     "not a page database"
                 )
             if missing:
+                # An older schema lacks newer tables: say which version it is.
+                meta_db = self.env.open_db(b"meta", create=False)
+                with self._read_txn() as txn:
+                    raw = txn.get(b"meta", db=meta_db)
+                version = json.loads(bytes(raw)).get("version") if raw is not None else None
+                if version != SCHEMA_VERSION:
+                    raise PageDBError(
+                        f"{self.path}: page database schema version {version}, "
+                        f"this frontera_linkrank reads version {SCHEMA_VERSION}"
+                    )
                 raise PageDBError(f"{self.path}: page database lacks tables {missing}")
             for name in _DBS:
                 self.dbs[name] = self.env.open_db(name, create=False)
@@ -383,6 +406,15 @@ class PageDB:
     def set_error(self, i, message):
         self._new_errors.append((i, str(message).encode("utf-8", "replace")[:4096]))
 
+    def add_visit(self, i, interval, changed):
+        """Record a recrawl visit of page ``i`` (kept: the last
+        :attr:`max_visits`)."""
+        self._new_visits.setdefault(int(i), []).append((float(interval), bool(changed)))
+
+    def set_validators(self, i, etag, last_modified):
+        """Keep the ``ETag`` / ``Last-Modified`` of page ``i``'s last fetch."""
+        self._new_validators[int(i)] = json.dumps([etag, last_modified]).encode()
+
     def touch(self, idx):
         """Mark pages (an index or an array of indices) changed in this batch."""
         self._dirty.append(idx)
@@ -444,6 +476,29 @@ class PageDB:
         cur = txn.cursor(self.dbs[b"requests"])
         keys = sorted(page_key(i) for i in idx)
         return {int.from_bytes(bytes(k), "big"): pickle.loads(bytes(v)) for k, v in cur.getmulti(keys)}
+
+    def visits(self, i, txn):
+        """Recrawl visits of page ``i`` (a :data:`VISIT` array, oldest
+        first), this batch's included."""
+        raw = txn.get(page_key(i), db=self.dbs[b"visits"])
+        old = np.frombuffer(raw, VISIT) if raw is not None else np.zeros(0, VISIT)
+        new = self._new_visits.get(int(i)) if not self.readonly else None
+        if new:
+            old = np.concatenate([old, np.array(new, VISIT)])[-self.max_visits :]
+        return old
+
+    def validators(self, idx, txn):
+        """{index: (etag, last_modified)} of the pages ``idx`` that have them."""
+        out = {}
+        cur = txn.cursor(self.dbs[b"validators"])
+        for k, v in cur.getmulti(sorted(page_key(i) for i in idx)):
+            out[int.from_bytes(bytes(k), "big")] = tuple(json.loads(bytes(v)))
+        if not self.readonly:
+            for i in idx:
+                raw = self._new_validators.get(int(i))
+                if raw is not None:
+                    out[int(i)] = tuple(json.loads(raw))
+        return out
 
     def error_message(self, i, txn):
         raw = txn.get(page_key(i), db=self.dbs[b"errors"])
@@ -528,6 +583,7 @@ class PageDB:
             self._ckpt_dirty, self._vlog_bytes = ckpt_dirty, vlog_bytes
         self._dirty, self._new_urls, self._new_requests = [], [], []
         self._new_errors, self._new_hosts = [], []
+        self._new_visits, self._new_validators = {}, {}
         self._committed_n = n
 
     def _vlog_entry(self, dirty):
@@ -547,6 +603,19 @@ class PageDB:
         if self._new_errors:
             cur = txn.cursor(dbs[b"errors"])
             cur.putmulti(sorted((page_key(i), v) for i, v in self._new_errors))
+        if self._new_visits:
+            cur = txn.cursor(dbs[b"visits"])
+            keys = sorted(page_key(i) for i in self._new_visits)
+            old = {bytes(k): bytes(v) for k, v in cur.getmulti(keys)}
+            items = []
+            for key in keys:
+                i = int.from_bytes(key, "big")
+                got = np.concatenate([np.frombuffer(old.get(key, b""), VISIT), np.array(self._new_visits[i], VISIT)])
+                items.append((key, got[-self.max_visits :].tobytes()))
+            cur.putmulti(items)
+        if self._new_validators:
+            cur = txn.cursor(dbs[b"validators"])
+            cur.putmulti(sorted((page_key(i), v) for i, v in self._new_validators.items()))
         if self._new_hosts:
             cur = txn.cursor(dbs[b"hosts"])
             cur.putmulti(sorted((name.encode(), struct.pack("<I", hid)) for hid, name in self._new_hosts))

@@ -22,6 +22,9 @@ STATE_NAMES = {UNFETCHED: "unfetched", LEASED: "leased", CRAWLED: "crawled", ERR
 F_SEED = 1  # injected as a seed
 F_EXTRAS = 2  # non-default method/headers/cookies/meta stored in "requests"
 F_REDIRECT = 4  # its last fetch was redirected to another page
+F_REFRESH = 8  # leased for a refresh (a recrawl of a crawled page)
+F_VALIDATORS = 16  # ETag / Last-Modified of its last fetch stored in "validators"
+F_NORM_HASH = 32  # content_hash is of the normalised content (recrawl on)
 
 NO_PAGE = 0xFFFFFFFF  # "no parent" (seeds) in uint32 fields
 
@@ -48,6 +51,7 @@ FIELDS = (
     ("history", "<f8", 0.0),
     ("last_read", "<f8", math.nan),  # AOPIC time of last read, nan: never
     ("stamp", "<f8", 0.0),  # accumulator value when last settled
+    ("rate", "<f8", math.nan),  # estimated changes per second (recrawl), nan: not yet
 )
 RECORD = np.dtype([(name, dt) for name, dt, _ in FIELDS])
 FIELD_NAMES = tuple(name for name, _, _ in FIELDS)

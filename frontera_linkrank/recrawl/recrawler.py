@@ -1,0 +1,188 @@
+"""Refreshing crawled pages inside :class:`~frontera_linkrank.LinkRankBackend`.
+
+With ``LINKRANK_RECRAWL`` on, a crawled page does not leave the frontier
+for good: it waits in a :class:`~.scheduler.Refresher` until it is due
+again, and each batch of requests gives ``LINKRANK_RECRAWL_SHARE`` of its
+places to due refreshes (the rest to new pages; places one kind cannot
+fill go to the other, so the crawler never idles while there is work).
+Refreshes obey the same per-host politeness as new pages.
+
+On every visit after the first, the page's visit history gets an entry
+(interval since the previous visit, changed or not) and its change rate is
+re-estimated. Change means another hash of the normalised content
+(:mod:`.content`) or another kind of status; a ``304 Not Modified`` answer
+to a conditional request (``If-None-Match`` / ``If-Modified-Since`` from
+the stored ``ETag`` / ``Last-Modified``) is a visit without change, and
+the page keeps its stored links.
+
+Importance for the refresh value is the AOPIC estimate, or the last
+PageRank (``LINKRANK_RECRAWL_IMPORTANCE``). The refresh parameter is
+calibrated from the crawl's measured fetch rate every
+``LINKRANK_RECRAWL_CALIBRATE_PAGES`` pages.
+"""
+
+import math
+
+import numpy as np
+
+from ..storage.vertices import CRAWLED, F_REFRESH, LEASED
+from .scheduler import Refresher
+
+
+def _header(headers, name):
+    """First value of header ``name`` (case-insensitive) as str, or None.
+    Headers may be Scrapy's (bytes keys, lists of bytes) or plain dicts."""
+    if not headers:
+        return None
+    want = name.lower()
+    for k, v in headers.items():
+        key = k.decode("latin-1") if isinstance(k, bytes) else str(k)
+        if key.lower() == want:
+            if isinstance(v, (list, tuple)):
+                v = v[0] if v else None
+            if isinstance(v, bytes):
+                v = v.decode("latin-1")
+            return v.strip() if v else None
+    return None
+
+
+def validators(headers):
+    """``(etag, last_modified)`` of a response's headers (None when absent)."""
+    return _header(headers, "etag"), _header(headers, "last-modified")
+
+
+def status_class(status):
+    """Statuses that mean the same content: 304 counts as 2xx."""
+    return 2 if status == 304 else status // 100
+
+
+class Recrawler:
+    """Refresh bookkeeping for a backend (see the module docstring)."""
+
+    def __init__(self, backend):
+        s = backend.settings
+        self.backend = backend
+        self.table = backend.db.vertices
+        self.refresher = Refresher(s.RECRAWL_POLICY, s.RECRAWL_PRIOR_RATE, s.RECRAWL_PRIOR_VISITS, s.RECRAWL_MIN_INTERVAL)
+        self.share = s.RECRAWL_SHARE
+        self.calibrate_pages = s.RECRAWL_CALIBRATE_PAGES
+        self.importance_kind = s.RECRAWL_IMPORTANCE
+        self.conditional = s.RECRAWL_CONDITIONAL
+        backend.db.max_visits = s.RECRAWL_HISTORY
+        # Pages per second, the highest measured (kept across runs, so a
+        # resumed crawl schedules refreshes at once).
+        self.fetch_rate = float(backend.db.meta.get("recrawl", {}).get("fetch_rate", 0.0))
+        self._mark = None  # (time, pages crawled) at the last calibration
+        self._since = 0  # pages visited since the last calibration
+
+    # -- estimates ---------------------------------------------------------------------
+    def importance(self, idx):
+        b = self.backend
+        x = b.aopic.importance(idx)
+        if self.importance_kind == "pagerank" and b.ranks.n:
+            pr = b.ranks.values("pagerank", idx, fill=math.nan)
+            x = np.where(np.isnan(pr), x, pr)
+        return x
+
+    def rates(self, idx):
+        lam = self.table.rate[idx]
+        return np.where(np.isnan(lam), self.refresher.prior_rate, lam)
+
+    def eligible(self):
+        t = self.table
+        return np.flatnonzero(t.state[: t.n] == CRAWLED)
+
+    # -- calibration -------------------------------------------------------------------
+    def state_dict(self):
+        """What to keep in the page database's metadata."""
+        return {"fetch_rate": self.fetch_rate}
+
+    def step(self, now, crawled):
+        """Calibrate when due: at the start and every ``calibrate_pages``
+        visits, from the fetch rate measured since the last calibration.
+        Before any rate is known, one page per second is assumed (a crawler
+        with nothing else to do takes refreshes before they are due anyway,
+        so a wrong guess only shifts the split with new pages)."""
+        if self._mark is None:
+            self._mark = (now, crawled)
+        t0, c0 = self._mark
+        if crawled > c0 and now > t0:
+            self.fetch_rate = max(self.fetch_rate, (crawled - c0) / (now - t0))
+        if self.refresher.param is None or self._since >= self.calibrate_pages:
+            self.calibrate(now)
+            self._mark = (now, crawled)
+
+    def calibrate(self, now):
+        pages = self.eligible()
+        w, lam = self.importance(pages), self.rates(pages)
+        self.refresher.calibrate(w, lam, self.share * (self.fetch_rate or 1.0))
+        self.refresher.rebuild(pages, self.table.last_crawl[pages], w, lam)
+        self._since = 0
+
+    # -- visits ---------------------------------------------------------------------------
+    def visited(self, reads, revisit, changed, intervals, txn):
+        """Pages just read (``_Read`` objects): record revisits (``changed``
+        True/False; None: unknown) in the visit history, re-estimate change
+        rates, reschedule."""
+        t, db = self.table, self.backend.db
+        idx = np.fromiter((r.idx for r in reads), np.int64, len(reads))
+        for r, again, ch, interval in zip(reads, revisit, changed, intervals):
+            if again and ch is not None:
+                db.add_visit(r.idx, interval, ch)
+                t.rate[r.idx] = self.refresher.change_rate(db.visits(r.idx, txn))
+        db.touch(idx)
+        self._since += len(reads)
+        if self.refresher.param is not None:
+            when = np.fromiter((r.when for r in reads), np.float64, len(reads))
+            self.refresher.schedule(idx, when, self.importance(idx), self.rates(idx))
+
+    # -- handing out ------------------------------------------------------------------------
+    def take(self, n, now, skip_host=None, max_per_host=0, counts=None, fill=False):
+        """Lease up to ``n`` refreshes: due ones, then (``fill``) the next
+        to come due, never sooner than the minimum interval."""
+        if n <= 0 or not len(self.refresher):
+            return []
+        t = self.table
+        counts = counts if counts is not None else {}
+        min_interval = self.refresher.min_interval
+
+        def skip(page, early=False):
+            h = int(t.host[page])
+            if (skip_host is not None and skip_host(h)) or (max_per_host and counts.get(h, 0) >= max_per_host):
+                return True
+            if early and t.last_crawl[page] + min_interval > now:
+                return True
+            counts[h] = counts.get(h, 0) + 1
+            return False
+
+        pages = self.refresher.take(n, now, skip)
+        if fill and len(pages) < n:
+            pages += self.refresher.take(n - len(pages), math.inf, lambda p: skip(p, True))
+        if pages:
+            idx = np.asarray(pages, np.int64)
+            t.flags[idx] |= F_REFRESH
+            self.backend.frontier.lease(pages, now)
+        return pages
+
+    def requeue(self, page, due):
+        """A leased refresh came back unfetched (expired lease, fetch error)."""
+        t = self.table
+        t.flags[page] &= 0xFF ^ F_REFRESH
+        if t.state[page] == LEASED:
+            t.state[page] = CRAWLED
+        self.refresher.index.schedule(int(page), due)
+
+    def conditional_headers(self, pages, txn):
+        """{page: headers} for conditional refresh requests."""
+        if not self.conditional or not len(pages):
+            return {}
+        out = {}
+        for i, (etag, modified) in self.backend.db.validators(pages, txn).items():
+            h = {}
+            if etag:
+                h[b"If-None-Match"] = etag.encode("latin-1")
+            if modified:
+                h[b"If-Modified-Since"] = modified.encode("latin-1")
+            if h:
+                out[i] = h
+        return out
