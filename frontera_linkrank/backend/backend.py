@@ -33,6 +33,7 @@ from ..scheduling.frontier import Frontier
 from ..scoring.aopic import Aopic
 from ..scoring.ranker import BackgroundRanker, RankConfig, RankScores, content_scores, load_stored, rank_snapshot, store
 from ..settings import LinkRankSettings
+from ..numeric import unique
 from ..storage.pagedb import PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
 from ..storage.vertices import (
@@ -856,7 +857,7 @@ class LinkRankBackend(Backend):
         if touched:
             kids = np.concatenate(touched)
             if len(kids):
-                t = np.unique(kids)
+                t = unique(kids)
                 db.touch(t)
                 fr.offer(t)
 

@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 
+from ..numeric import unique
 from .common import fp_hex, open_db, parser, resolve, tool, write_lines
 
 
@@ -30,7 +31,7 @@ def main(argv=None):
                 if len(rows):
                     # edge position -> row: the row whose ptr range holds it
                     back.append(np.asarray(src)[np.searchsorted(ptr, rows, side="right") - 1])
-            back = np.unique(np.concatenate(back)) if back else np.zeros(0, np.int64)
+            back = unique(np.concatenate(back)) if back else np.zeros(0, np.int64)
             fwd = db.edges.out_links(txn, i)
             write_lines(section(db, txn, "back links", back))
             write_lines(section(db, txn, "forward links", fwd))

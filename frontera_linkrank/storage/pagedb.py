@@ -47,6 +47,7 @@ import time
 import lmdb
 import numpy as np
 
+from ..numeric import unique
 from .edges import EdgeStore
 from .vertices import RECORD, VertexTable
 
@@ -321,7 +322,7 @@ class PageDB:
                 raise CorruptDatabase(f"{self.path}: page record log beyond the page count (corrupt database)")
             table.load_records(recs, idx)
             covered[idx] = True
-            self._ckpt_dirty.update(np.unique(idx // CHUNK).tolist())
+            self._ckpt_dirty.update(unique(idx // CHUNK).tolist())
             self._vlog_bytes += len(buf)
         if not covered.all():
             raise CorruptDatabase(
@@ -556,8 +557,8 @@ class PageDB:
         parts = [np.arange(self._committed_n, n, dtype=np.int64)]
         for d in self._dirty:
             parts.append(np.atleast_1d(np.asarray(d, np.int64)))
-        dirty = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
-        new_chunks = set(np.unique(dirty // CHUNK).tolist())
+        dirty = unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        new_chunks = set(unique(dirty // CHUNK).tolist())
         ckpt_dirty = self._ckpt_dirty | new_chunks
         entry = self._vlog_entry(dirty) if len(dirty) else b""
         vlog_bytes = self._vlog_bytes + len(entry)
