@@ -7,11 +7,13 @@
 # the best score of the crawled pages linking to it: links of on-topic pages
 # are followed first.
 #
-# Personalised PageRank (teleport in proportion to content scores, the
-# "pagerank" policy with LINKRANK_RANK_PERSONALIZED = True) arrives with the
-# periodic ranking being built now (issue 4); switch to it when it lands:
+# Alternatively, personalised PageRank: recomputed every
+# LINKRANK_RANK_EVERY_PAGES pages with the teleport in proportion to the
+# content scores, so pages close (by links) to many on-topic pages rank
+# high, not only the children of the best page:
 #     LINKRANK_POLICY = "pagerank"
 #     LINKRANK_RANK_PERSONALIZED = True
+#     LINKRANK_RANK_EVERY_PAGES = 1000
 
 SCHEDULER = "frontera_linkrank.scrapy.LinkRankScheduler"
 SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}

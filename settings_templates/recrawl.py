@@ -1,18 +1,20 @@
-# A long-running crawl whose importance estimates follow a changing web.
+# A long-running crawl that keeps its copies fresh: crawled pages are fetched
+# again when refreshing them is worth most (ALGORITHMS.md section 5).
 #
-# What exists now: Adaptive OPIC (a history window, so a page's importance
-# reflects its recent in-links, not all it ever had), the virtual page's
-# cash spread over fetched pages, and change detection: every time a page is
-# fetched again its content hash is compared and its change count kept in
-# the page database (page_db_dump shows them), which the change-rate
-# estimators in frontera_linkrank.recrawl read.
+# Each batch of requests gives LINKRANK_RECRAWL_SHARE of its places to due
+# refreshes and the rest to new pages. A page is due when the value of a
+# refresh, V(tau) = (w / lambda) [1 - (1 + lambda tau) e^(-lambda tau)],
+# reaches a threshold set from the measured fetch rate: w is the page's
+# last PageRank (recomputed every LINKRANK_RANK_EVERY_PAGES pages), lambda
+# its change rate estimated from its visit history. Refreshes are
+# conditional (If-None-Match / If-Modified-Since from the stored ETag and
+# Last-Modified); a 304 is a visit without change. Changes are detected on
+# normalised content, so timestamps and session ids are not changes.
+# The README's freshness table compares this with uniform and change-rate
+# revisits.
 #
-# What does not exist yet: the frontier does not schedule re-fetches of
-# crawled pages by themselves. Refresh scheduling by the value of a refresh,
-# V(tau) = (w / lambda) [1 - (1 + lambda tau) e^(-lambda tau)]
-# (ALGORITHMS.md section 5), is being built (issue 7) and will add its own
-# settings here. Until then a second run on the same database resumes the
-# crawl of unfetched pages; it does not re-fetch crawled ones.
+# The crawl never runs out of work: end it with a page budget or Scrapy's
+# CLOSESPIDER_TIMEOUT; the next run on the same database continues.
 
 SCHEDULER = "frontera_linkrank.scrapy.LinkRankScheduler"
 SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
@@ -20,7 +22,12 @@ SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
 LINKRANK_PATH = "crawl_db"
 LINKRANK_SEEDS_FILE = "seeds.txt"
 LINKRANK_POLICY = "opic"
-LINKRANK_OMEGA_POLICY = "fetched"         # the virtual page's cash goes to pages already fetched
+LINKRANK_RECRAWL = True
+LINKRANK_RECRAWL_POLICY = "value"         # or "uniform", "change_rate"
+LINKRANK_RECRAWL_SHARE = 0.5              # half of each batch for refreshes, when both kinds wait
+LINKRANK_RECRAWL_MIN_INTERVAL = 3600      # never fetch a page twice within an hour
+LINKRANK_RECRAWL_PRIOR_RATE = 1 / 86400   # a page not seen changing yet: once a day
+LINKRANK_RANK_EVERY_PAGES = 10_000        # PageRank for the refresh value, recomputed in the background
 LINKRANK_HISTORY_WINDOW = 7 * 24 * 3600   # Adaptive OPIC: a week of history (seconds)
 LINKRANK_HISTORY_TIME = "wall"
 LINKRANK_SYNC = True                      # a long crawl: every commit survives a power cut
@@ -28,6 +35,7 @@ LINKRANK_LEASE_TIMEOUT = 3600             # a request not finished within an hou
 LINKRANK_MAX_RETRIES = 3
 LINKRANK_RETRY_DELAY = 600
 
+CLOSESPIDER_TIMEOUT = 7 * 24 * 3600       # <- how long this run lasts
 CONCURRENT_REQUESTS = 32
 CONCURRENT_REQUESTS_PER_DOMAIN = 2
 DOWNLOAD_DELAY = 1.0
