@@ -157,9 +157,14 @@ LINKRANK_LOG_INTERVAL = 30.0
 # the page database (page_db_dump shows them).
 LINKRANK_RANK_ALGORITHMS = None
 
-# Recompute after this many pages were crawled since the last ranking
-# started (0: not by count) ...
-LINKRANK_RANK_EVERY_PAGES = 10_000
+# Recompute when the crawl has grown by LINKRANK_RANK_GROWTH (a share of
+# the pages crawled so far) and by at least LINKRANK_RANK_EVERY_PAGES pages
+# since the last ranking started (0: not by count). Geometric growth keeps
+# the total cost of the rankings near that of one on the final graph, and
+# early rankings frequent: every 1,000 pages up to 10,000 pages crawled,
+# then every 10% (100,000 pages at a million).
+LINKRANK_RANK_EVERY_PAGES = 1000
+LINKRANK_RANK_GROWTH = 0.1
 
 # ... or after this many seconds (0: not by time), whichever comes first.
 LINKRANK_RANK_INTERVAL = 600.0

@@ -211,6 +211,9 @@ class LinkRankSettings:
     def _check_rank_every_pages(self, v):
         return self._number(v, lo=0, integer=True)
 
+    def _check_rank_growth(self, v):
+        return self._number(v, lo=0)
+
     def _check_rank_interval(self, v):
         return self._number(v, lo=0)
 

@@ -5,7 +5,7 @@
 # refreshes and the rest to new pages. A page is due when the value of a
 # refresh, V(tau) = (w / lambda) [1 - (1 + lambda tau) e^(-lambda tau)],
 # reaches a threshold set from the measured fetch rate: w is the page's
-# last PageRank (recomputed every LINKRANK_RANK_EVERY_PAGES pages), lambda
+# last PageRank (recomputed as the crawl grows), lambda
 # its change rate estimated from its visit history. Refreshes are
 # conditional (If-None-Match / If-Modified-Since from the stored ETag and
 # Last-Modified); a 304 is a visit without change. Changes are detected on
@@ -27,7 +27,8 @@ LINKRANK_RECRAWL_POLICY = "value"         # or "uniform", "change_rate"
 LINKRANK_RECRAWL_SHARE = 0.5              # half of each batch for refreshes, when both kinds wait
 LINKRANK_RECRAWL_MIN_INTERVAL = 3600      # never fetch a page twice within an hour
 LINKRANK_RECRAWL_PRIOR_RATE = 1 / 86400   # a page not seen changing yet: once a day
-LINKRANK_RANK_EVERY_PAGES = 10_000        # PageRank for the refresh value, recomputed in the background
+LINKRANK_RANK_EVERY_PAGES = 1000          # PageRank for the refresh value, recomputed in the background
+LINKRANK_RANK_GROWTH = 0.1                # ... as the crawl grows by 10% (at least 1,000 pages)
 LINKRANK_HISTORY_WINDOW = 7 * 24 * 3600   # Adaptive OPIC: a week of history (seconds)
 LINKRANK_HISTORY_TIME = "wall"
 LINKRANK_SYNC = True                      # a long crawl: every commit survives a power cut

@@ -624,8 +624,9 @@ class LinkRankBackend(Backend):
         last_crawled, last_time = self._rank_mark
         if crawled == last_crawled:
             return
+        grown = crawled - last_crawled
         if not (
-            (s.RANK_EVERY_PAGES and crawled - last_crawled >= s.RANK_EVERY_PAGES)
+            (s.RANK_EVERY_PAGES and grown >= max(s.RANK_EVERY_PAGES, s.RANK_GROWTH * last_crawled))
             or (s.RANK_INTERVAL and now - last_time >= s.RANK_INTERVAL)
             or last_crawled < 0
         ):
