@@ -48,6 +48,9 @@ class BestFirstQueue:
         self._heaps = {}  # host -> [(-key, page)]
         self._tops = ([], [])  # per class: [(-best key, its page, host)]
         self._host_class = {}  # host -> 0 or 1
+        # host -> (negkey, page) of its newest entry in a top heap: older
+        # entries of the host that surface are dropped, not re-inserted.
+        self._registered = {}
         self.entries = 0  # entries in all host heaps, live or stale
 
     def __len__(self):
@@ -62,12 +65,16 @@ class BestFirstQueue:
         entry = (-key, page)
         if heap is None:
             self._heaps[host] = [entry]
-            heapq.heappush(self._tops[self._host_class.get(host, 0)], (-key, page, host))
+            self._register(host, entry)
         else:
             heapq.heappush(heap, entry)
             if heap[0] is entry:  # new best of its host
-                heapq.heappush(self._tops[self._host_class.get(host, 0)], (-key, page, host))
+                self._register(host, entry)
         self.entries += 1
+
+    def _register(self, host, entry):
+        heapq.heappush(self._tops[self._host_class.get(host, 0)], entry + (host,))
+        self._registered[host] = entry
 
     def push_many(self, pages, hosts, keys):
         for page, host, key in zip(pages.tolist(), hosts.tolist(), keys.tolist()):
@@ -77,6 +84,7 @@ class BestFirstQueue:
         """Replace the contents with exactly these pages (numpy arrays)."""
         self._heaps = {}
         self._tops = ([], [])
+        self._registered = {}
         self.entries = len(pages)
         if not len(pages):
             return
@@ -92,6 +100,7 @@ class BestFirstQueue:
             # A list sorted ascending is a valid heap.
             self._heaps[host] = list(zip(neg[a:b], plist[a:b]))
             self._tops[self._host_class.get(host, 0)].append((neg[a], plist[a], host))
+            self._registered[host] = (neg[a], plist[a])
         for top in self._tops:
             heapq.heapify(top)
 
@@ -118,11 +127,15 @@ class BestFirstQueue:
             heap = self._clean_host(host)
             if heap is None:
                 heapq.heappop(top)
-            elif heap[0] != (negkey, page):
+                self._registered.pop(host, None)
+            elif heap[0] == (negkey, page):
+                return top[0]
+            elif self._registered.get(host) == heap[0]:
+                heapq.heappop(top)  # superseded: the host's newer entry is in a top heap
+            else:
                 # The host's best changed since this entry; fix it.
                 heapq.heapreplace(top, heap[0] + (host,))
-            else:
-                return top[0]
+                self._registered[host] = heap[0]
         return None
 
     def pop_batch(self, n, skip_host=None, max_per_host=0, offsets=(0.0, 0.0), counts=None):
@@ -159,9 +172,10 @@ class BestFirstQueue:
             out.append(page)
             counts[host] = counts.get(host, 0) + 1
             if heap:  # its next entry is validated when it surfaces (_peek)
-                heapq.heappush(self._tops[cls], heap[0] + (host,))
+                self._register(host, heap[0])
             else:
                 del self._heaps[host]
+                self._registered.pop(host, None)
         for cls, entry in set_aside:
             heapq.heappush(self._tops[cls], entry)
         return out
