@@ -107,6 +107,7 @@ def test_page_database_and_link_list_inputs(tmp_path, capsys):
         (["{npz}", "--set", "LINKRANK_DAMPING=2"], "LINKRANK_DAMPING"),
         (["{npz}", "--set", "NO_SUCH_THING=1"], "unknown setting LINKRANK_NO_SUCH_THING"),
         (["{npz}", "--set", "DAMPING"], "expected KEY=VALUE"),
+        (["{npz}", "--set", "PATH=/important/crawl_db"], "temporary page database"),
         (["{npz}", "--policy", "nonsense"], "--policy nonsense"),
         (["{npz}", "--baselines", "bfs,magic"], "unknown baseline 'magic'"),
         (["{npz}", "--fractions", "0.1,2"], "--fractions"),

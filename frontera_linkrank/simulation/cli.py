@@ -52,8 +52,8 @@ def parser():
                     help="shares of the graph where the crawl is measured (default: %(default)s)")
     ap.add_argument("--batch", type=int, default=100, help="requests asked at a time (default: %(default)s)")
     ap.add_argument("--pagerank-every", type=int, metavar="PAGES",
-                    help="batch PageRank (and, unless --set says otherwise, LINKRANK_RANK_EVERY_PAGES) "
-                    "recomputation period in crawled pages (default: 1%% of the pages, at least 100)")
+                    help="the batch PageRank baseline's recomputation period in crawled pages (default: 1%% of "
+                    "the pages, at least 100); the backend's rankings follow its LINKRANK_RANK_* settings")
     ap.add_argument("--host-delay", type=float, metavar="SECONDS",
                     help="simulate host politeness: each fetch takes 1 s of a simulated clock and a host starts a "
                     "fetch at most every SECONDS; busy hosts are passed to the frontier as overused")
@@ -89,6 +89,8 @@ def parse_settings(items):
             value = ast.literal_eval(raw)
         except (ValueError, SyntaxError):
             value = raw
+        if name == "LINKRANK_PATH":
+            raise UsageError("--set LINKRANK_PATH: each simulated crawl gets its own temporary page database")
         out[name] = value
     try:
         LinkRankSettings({}, **out)

@@ -66,15 +66,13 @@ class Run:
 
 def plan(policies=("opic",), baselines=BASELINES, settings=None, pagerank_every=1000):
     """The runs of a report: ``policies`` of LinkRankBackend with
-    ``settings`` (``LINKRANK_*``), then ``baselines``; the omniscient crawl
-    is always included (the other runs are measured against it).
-
-    Unless ``settings`` say otherwise, the backend's periodic rankings run
-    every ``pagerank_every`` pages, like the batch PageRank baseline, so
-    the two are compared at the same cost.
+    ``settings`` (``LINKRANK_*``; the backend's defaults otherwise, so its
+    periodic rankings follow ``LINKRANK_RANK_EVERY_PAGES`` and
+    ``LINKRANK_RANK_GROWTH``), then ``baselines``, the batch PageRank one
+    recomputing every ``pagerank_every`` pages; the omniscient crawl is
+    always included (the other runs are measured against it).
     """
     settings = dict(settings or {})
-    settings.setdefault("LINKRANK_RANK_EVERY_PAGES", pagerank_every)
     runs = []
     for p in dict.fromkeys(policies):
         runs.append(Run(p, LINKRANK, {**settings, "LINKRANK_POLICY": p}, "policy"))
@@ -252,7 +250,7 @@ def run_report(
             curves.append(cur[grid - 1])
             recalls.append(rec_full[grid - 1])
             by_mark = {c: o for c, o in res.observations if o is not None}
-            obs = list({id(o): o for _, o in res.observations if o is not None}.values())
+            obs = [dict(o, checkpoint=c) for c, o in res.observations if o is not None]
             entry = {
                 "seeds": seed_set,
                 "pages": len(res.order),
@@ -438,7 +436,7 @@ def plot_report(report, path):
         pts = {}
         for d in r["draws"]:
             for o in d["estimate_curve"]:
-                pts.setdefault(o["crawled"], []).append(o["weighted_tau"])
+                pts.setdefault(o["checkpoint"], []).append(o["weighted_tau"])
         if pts:
             ks = sorted(pts)
             a3.plot(np.asarray(ks) / g["pages"] * 100, [np.nanmean(pts[k]) for k in ks], style + "o",
@@ -456,7 +454,8 @@ def plot_report(report, path):
     a3.set(xlabel="pages fetched (% of the graph)", ylabel="weighted Kendall tau",
            title="estimate vs PR* over the known pages")
     if polite:
-        a4.set(xlabel="simulated time (hours)", ylabel="true PageRank collected", title="PR* collected over time")
+        a4.set(xlabel="simulated time (hours)", ylabel="true PageRank collected",
+               title="PR* collected over simulated time (first draw)")
     else:
         a4.set(xlabel="pages fetched (% of the graph)", ylabel="ratio", title="PR* collected / omniscient crawl")
     for a in axes.flat:
