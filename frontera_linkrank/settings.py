@@ -35,7 +35,7 @@ class LinkRankSettings:
 
     >>> s = LinkRankSettings({"LINKRANK_DAMPING": 0.9})
     >>> s.DAMPING, s.POLICY
-    (0.9, 'opic')
+    (0.9, 'hybrid')
     """
 
     def __init__(self, source=None, **overrides):

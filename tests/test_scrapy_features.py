@@ -192,7 +192,7 @@ def test_missing_seeds_file_is_clear(tmp_path):
 TEMPLATES = os.path.join(os.path.dirname(__file__), "..", "settings_templates")
 
 
-@pytest.mark.parametrize("name", ["broad_opic", "focused_score", "recrawl", "fifo"])
+@pytest.mark.parametrize("name", ["broad", "focused_score", "recrawl", "fifo"])
 def test_settings_templates_are_valid(name):
     values = {}
     with open(os.path.join(TEMPLATES, name + ".py")) as f:

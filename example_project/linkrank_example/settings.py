@@ -17,8 +17,10 @@ SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
 LINKRANK_PATH = "crawl_db"
 # Seed URLs, one per line.
 LINKRANK_SEEDS_FILE = "seeds.txt"
-# Greedy AOPIC: the page holding the most cash first (PageRank-like importance).
-LINKRANK_POLICY = "opic"
+# AOPIC cash plus the last PageRank (recomputed in the background as the
+# crawl grows): the default, and the best collector in the README's
+# simulations. "opic" is cash alone, with no ranking thread.
+LINKRANK_POLICY = "hybrid"
 # Stop after this many fetched pages (0: when the frontier is empty).
 LINKRANK_MAX_PAGES = 0
 # A progress line every 10 seconds.
