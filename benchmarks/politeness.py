@@ -61,7 +61,7 @@ def main(argv=None):
         ("8 hosts, slow h0, overused hosts not skipped", False, dict(base, LINKRANK_OVERUSED_SLOT_FACTOR=OFF, **slow)),
     ]
     print(f"{args.pages} pages per run, CONCURRENT_REQUESTS_PER_DOMAIN=1, DOWNLOAD_DELAY={args.delay}")
-    print(f"| run | seconds | pages/s | vs one host |\n|---|---|---|---|")
+    print("| run | seconds | pages/s | vs one host |\n|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         first = None
         for k, (name, single, settings) in enumerate(runs):

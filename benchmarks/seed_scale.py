@@ -115,7 +115,6 @@ def algorithm(g, hosts, k, iterations):
             print(f"  round {c.round + 1}: {len(c.hubs)} hubs x {len(c.authorities)} authorities, "
                   f"{c.cover_density:.0f}%, HITS {r['iterations']} it {r['hits_seconds']:.2f} s, "
                   f"core {r['core_seconds'] * 1000:.1f} ms, distances {min(d) if d else '-'}..{max(d) if d else '-'}")
-        rounds_s = sum(r.get("seconds", 0) for r in res.rounds)
         rows.append((label, res.links, secs, cpu, hits_s, core_s, one_hits * k, base_cpu * k, rebuild, reweigh))
     print(f"\n| links ranked | extract_seeds k={k}: wall (CPU) | of which HITS / cores (wall) | baseline: {k} x HITS({iterations}), wall (CPU) "
           "| ratio, wall (CPU) | taking a core out, CPU per round: first version's rebuild / now |")

@@ -1,7 +1,6 @@
 """The LMDB page database: any URL, durability, growth, clear errors, readers."""
 
 import json
-import os
 import subprocess
 import sys
 import textwrap

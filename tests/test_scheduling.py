@@ -1,6 +1,5 @@
 """Best-first scheduling: priorities, politeness, budgets, leases, retries."""
 
-import numpy as np
 import pytest
 from frontera.core.models import Request
 

@@ -25,15 +25,14 @@ import numpy as np
 from frontera.core.components import Backend
 from frontera.core.models import Request
 
+from ..numeric import unique
 from ..recrawl.content import content_hash as normalised_hash
-from ..recrawl.recrawler import Recrawler, status_class, validators
-from ..recrawl.recrawler import _header as validators_header
+from ..recrawl.recrawler import Recrawler, header, status_class, validators
 from ..scheduling import priority as priorities
 from ..scheduling.frontier import Frontier
 from ..scoring.aopic import Aopic
 from ..scoring.ranker import BackgroundRanker, RankConfig, RankScores, content_scores, load_stored, rank_snapshot, store
 from ..settings import LinkRankSettings
-from ..numeric import unique
 from ..storage.pagedb import PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
 from ..storage.vertices import (
@@ -405,7 +404,7 @@ class LinkRankBackend(Backend):
             if self.recrawler is not None:
                 # Normalised, so a timestamp or session id is not a change
                 # (costs a few ms a page: only when pages are refreshed).
-                ctype = validators_header(response.headers, "content-type")
+                ctype = header(response.headers, "content-type")
                 content_hash = normalised_hash(body, ctype)
             else:
                 content_hash = int.from_bytes(hashlib.blake2b(body, digest_size=8).digest(), "little") or 1

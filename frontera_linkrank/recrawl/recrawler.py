@@ -29,7 +29,7 @@ from ..storage.vertices import CRAWLED, F_REFRESH, LEASED
 from .scheduler import Refresher
 
 
-def _header(headers, name):
+def header(headers, name):
     """First value of header ``name`` (case-insensitive) as str, or None.
     Headers may be Scrapy's (bytes keys, lists of bytes) or plain dicts."""
     if not headers:
@@ -48,7 +48,7 @@ def _header(headers, name):
 
 def validators(headers):
     """``(etag, last_modified)`` of a response's headers (None when absent)."""
-    return _header(headers, "etag"), _header(headers, "last-modified")
+    return header(headers, "etag"), header(headers, "last-modified")
 
 
 def status_class(status):
