@@ -98,6 +98,7 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=1000, help="requests per get_next_requests")
     ap.add_argument("--no-sync", action="store_true", help="LINKRANK_SYNC=False")
     ap.add_argument("--policy", default="opic")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="more LINKRANK_* settings")
     args = ap.parse_args(argv)
     report = max(args.pages // 4, 1)
 
@@ -110,6 +111,7 @@ def main(argv=None):
                 "LINKRANK_PATH": os.path.join(tmp, "db"),
                 "LINKRANK_SYNC": not args.no_sync,
                 "LINKRANK_POLICY": args.policy,
+                **dict(s.split("=", 1) for s in args.set),
             }
         )
         gc.collect()
