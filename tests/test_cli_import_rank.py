@@ -20,6 +20,7 @@ from frontera_linkrank.cli import check, dump, importer, rank, stats
 from frontera_linkrank.simulation.datasets import data_path
 from frontera_linkrank.storage.pagedb import PageDB
 from frontera_linkrank.storage.urls import RejectedURL, check_url
+from reference import reference_pagerank
 
 BIN = os.path.dirname(sys.executable)
 
@@ -35,23 +36,6 @@ def fp_hex(url):
     """Frontera's page identity: sha1 of the canonical URL (written out here,
     independently of the package)."""
     return hashlib.sha1(canonicalize_url(url).encode("ascii")).hexdigest()
-
-
-def reference_pagerank(a, teleport=None, d=0.85, tol=1e-12):
-    """Power iteration x <- d P x + r (1 - d sum_{j not dangling} x_j): the
-    dangling mass and the teleport follow r (uniform unless given)."""
-    n = a.shape[0]
-    deg = np.asarray(a.sum(axis=1)).ravel()
-    P = (sp.diags(np.divide(1.0, deg, out=np.zeros(n), where=deg > 0)) @ a).T.tocsr()
-    r = np.full(n, 1.0 / n) if teleport is None else teleport / teleport.sum()
-    x = r.copy()
-    for _ in range(100_000):
-        y = d * (P @ x) + r * (1 - d * x[deg > 0].sum())
-        done = np.abs(y - x).sum() < tol
-        x = y
-        if done:
-            return x
-    raise AssertionError("reference did not converge")
 
 
 def hollins_pairs():

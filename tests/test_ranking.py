@@ -18,40 +18,7 @@ from frontera_linkrank.scoring.ranker import RankConfig, rank_snapshot
 from frontera_linkrank.simulation.datasets import data_path, load_hollins, load_uk2007
 from frontera_linkrank.storage.bulk import add_graph
 from frontera_linkrank.storage.pagedb import PageDB
-
-
-def reference_pagerank(a, teleport, d=0.85, tol=1e-12):
-    """x <- d P x + r (1 - d sum_{j not dangling} x_j), P column-stochastic."""
-    n = a.shape[0]
-    deg = np.asarray(a.sum(axis=1)).ravel()
-    P = (sp.diags(np.divide(1.0, deg, out=np.zeros(n), where=deg > 0)) @ a).T.tocsr()
-    r = teleport / teleport.sum()
-    x = r.copy()
-    for _ in range(100_000):
-        y = d * (P @ x) + r * (1 - d * x[deg > 0].sum())
-        done = np.abs(y - x).sum() < tol
-        x = y
-        if done:
-            return x
-    raise AssertionError("reference did not converge")
-
-
-def reference_hits(a, relevance=None, tol=1e-12):
-    n = a.shape[0]
-    r = np.ones(n) if relevance is None else relevance
-    h = np.full(n, 1.0 / n)
-    a_ = np.zeros(n)
-    at = a.T.tocsr()
-    for _ in range(100_000):
-        au = at @ h
-        au /= au.sum()
-        hu = a @ (r * au)
-        hu /= hu.sum()
-        done = np.abs(au - a_).sum() + np.abs(hu - h).sum() < tol
-        a_, h = au, hu
-        if done:
-            return h, a_
-    raise AssertionError("reference did not converge")
+from reference import reference_hits, reference_pagerank
 
 
 def graph_db(graph, path):
