@@ -1,9 +1,9 @@
 """PageRank and HITS over a page database against scipy references.
 
-The references are plain scipy power iterations written here, on the same
-links (distinct, no self-links, as the database stores them), run to an L1
-change below 1e-12; the database rankers must agree within L1 < 1e-6, with
-the links loaded in memory and streamed from LMDB alike.
+The references are plain scipy power iterations (tests/reference.py) on
+the same links (distinct, no self-links, as the database stores them), run
+to an L1 change below 1e-12; the database rankers must agree within
+L1 < 1e-6, with the links loaded in memory and streamed from LMDB alike.
 """
 
 import numpy as np
