@@ -244,5 +244,6 @@ LINKRANK_RECRAWL_HISTORY = 32
 LINKRANK_RECRAWL_CONDITIONAL = True
 
 # Re-derive the refresh schedule from the measured fetch rate after this
-# many fetched pages (a vectorised pass over all crawled pages).
+# many fetched pages, or 10% of the crawled pages if that is more (each is
+# a vectorised pass over all crawled pages).
 LINKRANK_RECRAWL_CALIBRATE_PAGES = 1000

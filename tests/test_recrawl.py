@@ -14,7 +14,9 @@ from frontera_linkrank.storage.vertices import CRAWLED, ERROR, LEASED
 from util import crawl, page_index, req
 
 A, B, C = "http://a.test/", "http://b.test/", "http://c.test/"
-RECRAWL = dict(RECRAWL=True, RECRAWL_MIN_INTERVAL=10, RECRAWL_IMPORTANCE="aopic", RECRAWL_CALIBRATE_PAGES=1)
+# (opic: no background ranking, so the runs are reproducible)
+RECRAWL = dict(POLICY="opic", RECRAWL=True, RECRAWL_MIN_INTERVAL=10, RECRAWL_IMPORTANCE="aopic",
+               RECRAWL_CALIBRATE_PAGES=1)
 
 
 def fetch(backend, request, status=200, body=b"", headers=None, links=()):
@@ -148,7 +150,7 @@ def test_recrawl_on_a_static_graph_does_not_inflate_importance(make_backend, clo
     nears the true PageRank) and the cash books balance after every batch."""
     g = load_hollins(data_path("hollins"))
     truth = reference_pagerank(g.indptr, g.indices)
-    b = make_backend(clock=clock, RECRAWL=True, RECRAWL_POLICY="uniform", RECRAWL_MIN_INTERVAL=0,
+    b = make_backend(clock=clock, POLICY="opic", RECRAWL=True, RECRAWL_POLICY="uniform", RECRAWL_MIN_INTERVAL=0,
                      RECRAWL_IMPORTANCE="aopic", HISTORY_WINDOW=3.0, HISTORY_TIME="cash")  # fmt: skip
     fps = g.fingerprints
 

@@ -17,8 +17,9 @@ the page keeps its stored links.
 
 Importance for the refresh value is the AOPIC estimate, or the last
 PageRank (``LINKRANK_RECRAWL_IMPORTANCE``). The refresh parameter is
-calibrated from the crawl's measured fetch rate every
-``LINKRANK_RECRAWL_CALIBRATE_PAGES`` pages.
+calibrated from the crawl's measured fetch rate after every
+``LINKRANK_RECRAWL_CALIBRATE_PAGES`` visits, or 10% of the scheduled
+pages if that is more.
 """
 
 import math
@@ -98,8 +99,10 @@ class Recrawler:
         return {"fetch_rate": self.fetch_rate}
 
     def step(self, now, crawled):
-        """Calibrate when due: at the start and every ``calibrate_pages``
-        visits, from the fetch rate measured since the last calibration.
+        """Calibrate when due: at the start, then after ``calibrate_pages``
+        visits and as many as 10% of the scheduled pages (a calibration is
+        a vectorised pass over all of them), from the fetch rate measured
+        meanwhile.
         Before any rate is known, one page per second is assumed (a crawler
         with nothing else to do takes refreshes before they are due anyway,
         so a wrong guess only shifts the split with new pages)."""
@@ -108,7 +111,8 @@ class Recrawler:
         t0, c0 = self._mark
         if crawled > c0 and now > t0:
             self.fetch_rate = max(self.fetch_rate, (crawled - c0) / (now - t0))
-        if self.refresher.param is None or self._since >= self.calibrate_pages:
+        due = max(self.calibrate_pages, 0.1 * len(self.refresher))
+        if self.refresher.param is None or self._since >= due:
             self.calibrate(now)
             self._mark = (now, crawled)
 
@@ -157,6 +161,8 @@ class Recrawler:
 
         pages = self.refresher.take(n, now, skip)
         if fill and len(pages) < n:
+            # Pages not due yet, soonest first (skipping those fetched less
+            # than the minimum interval ago): a bounded scan per call.
             pages += self.refresher.take(n - len(pages), math.inf, lambda p: skip(p, True))
         if pages:
             idx = np.asarray(pages, np.int64)

@@ -75,9 +75,10 @@ def due_interval(w, lam, mu):
         return np.where(reach, x / np.where(lam > 0, lam, 1.0), np.inf)
 
 
-def solve_threshold(w, lam, rate, lo=1e-300, hi=None):
+def solve_threshold(w, lam, rate, lo=1e-300, hi=None, rtol=1e-9):
     """Threshold ``μ`` at which pages come due ``rate`` times per unit time
-    in total (``Σ 1/τ*(μ) = rate``), by bisection in log space."""
+    in total (``Σ 1/τ*(μ) = rate``), by bisection in log space to a
+    relative width ``rtol`` (each step is a pass over all pages)."""
     w = np.asarray(w, np.float64)
     lam = np.asarray(lam, np.float64)
     if rate <= 0 or not len(w):
@@ -95,7 +96,7 @@ def solve_threshold(w, lam, rate, lo=1e-300, hi=None):
             lo = mid
         else:
             hi = mid
-        if hi / lo < 1 + 1e-9:
+        if hi / lo < 1 + rtol:
             break
     return math.sqrt(lo * hi)
 
@@ -126,18 +127,33 @@ class RefreshIndex:
         self._due[page] = due
         heapq.heappush(self._heap, (due, page))
 
+    def replace(self, pages, due):
+        """Hold exactly ``pages`` with due times ``due`` (arrays; inf: not
+        scheduled), built in one pass instead of a push per page."""
+        pages = np.asarray(pages, np.int64)
+        due = np.asarray(due, np.float64)
+        ok = np.isfinite(due)
+        pairs = list(zip(due[ok].tolist(), pages[ok].tolist()))
+        self._due = {p: d for d, p in pairs}
+        heapq.heapify(pairs)
+        self._heap = pairs
+
     def remove(self, page):
         self._due.pop(page, None)
 
     def due_count(self, now):
         return sum(1 for d in self._due.values() if d <= now)
 
-    def pop_due(self, now, n, skip=None):
+    def pop_due(self, now, n, skip=None, max_scan=None):
         """Up to ``n`` pages due at ``now``, most overdue first; pages for
-        which ``skip(page)`` is true stay scheduled."""
+        which ``skip(page)`` is true stay scheduled. At most ``max_scan``
+        pages are looked at (default ``4 n + 1000``), so a crowd of skipped
+        pages (a busy host's) cannot make one call scan the whole index."""
         out, kept = [], []
         heap, due = self._heap, self._due
-        while heap and len(out) < n and heap[0][0] <= now:
+        budget = 4 * n + 1000 if max_scan is None else max_scan
+        while heap and len(out) < n and heap[0][0] <= now and budget > 0:
+            budget -= 1
             d, page = heapq.heappop(heap)
             if due.get(page) != d:
                 continue  # stale entry

@@ -45,6 +45,7 @@ from .estimators import estimate
 from .refresh import RefreshIndex, due_interval, solve_threshold
 
 POLICIES = ("value", "uniform", "change_rate")
+THRESHOLD_SAMPLE = 100_000  # pages that set the value policy's threshold
 
 
 class Refresher:
@@ -93,7 +94,13 @@ class Refresher:
         if not len(w) or not bandwidth > 0:
             self.param = None
         elif self.policy == "value":
-            self.param = solve_threshold(np.maximum(w, 1e-300), lam, bandwidth)
+            # Each bisection step is a pass over the pages: beyond
+            # THRESHOLD_SAMPLE pages, a fixed random sample stands for them
+            # (its share of the bandwidth); a 0.01% width is plenty.
+            if len(w) > THRESHOLD_SAMPLE:
+                pick = np.random.default_rng(0).choice(len(w), THRESHOLD_SAMPLE, replace=False)
+                w, lam, bandwidth = w[pick], lam[pick], bandwidth * THRESHOLD_SAMPLE / len(w)
+            self.param = solve_threshold(np.maximum(w, 1e-300), lam, bandwidth, rtol=1e-4)
         elif self.policy == "uniform":
             self.param = len(w) / bandwidth  # period
         else:
@@ -122,8 +129,7 @@ class Refresher:
 
     def rebuild(self, pages, last, w, lam):
         """Replace the index with ``pages`` (after a calibration)."""
-        self.index = RefreshIndex()
-        self.schedule(pages, last, w, lam)
+        self.index.replace(pages, np.asarray(last, np.float64) + self.intervals(w, lam))
 
     def remove(self, page):
         self.index.remove(page)
