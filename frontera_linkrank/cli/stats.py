@@ -44,7 +44,7 @@ def summary(db, top=10):
     }
     with db.snapshot() as txn:
         for name in db.score_names(txn):
-            _, info = db.read_scores(name, txn)
+            info = db.score_info(name, txn)
             out["ranking"][name] = info
         ranked = {"importance": importance}
         for name in out["ranking"]:

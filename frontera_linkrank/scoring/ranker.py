@@ -154,7 +154,7 @@ def stored_version(db, txn=None):
     """Version of the last stored ranking (0 if none)."""
     best = 0
     for name in ("pagerank", "authority"):
-        _, info = db.read_scores(name, txn)
+        info = db.score_info(name, txn)
         if info:
             best = max(best, int(info.get("version", 0)))
     return best

@@ -520,6 +520,15 @@ class PageDB:
                 return self.read_scores(name, own)
         return read_scores(txn, self.dbs[b"scores"], name)
 
+    def score_info(self, name, txn=None):
+        """The info record of the stored vector ``name`` (without reading
+        the vector), or None."""
+        if txn is None:
+            with self.snapshot() as own:
+                return self.score_info(name, own)
+        raw = txn.get(name.encode() + b":info", db=self.dbs[b"scores"])
+        return json.loads(bytes(raw)) if raw is not None else None
+
     def write_scores(self, vectors, info):
         """Store several vectors (``{name: float array}``) in one transaction,
         each with ``info`` (a dict, JSON-serialisable) plus its length."""
