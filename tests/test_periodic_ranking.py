@@ -6,6 +6,9 @@ during a recomputation turning scores into NaN and getting lost), and a
 check that a background ranking does not stall the crawl.
 """
 
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -190,3 +193,35 @@ def test_ranking_survives_a_restart(make_backend, tmp_path):
     b = make_backend(POLICY="hybrid", RANK_BACKGROUND=False, RANK_EVERY_PAGES=5, RANK_INTERVAL=0)
     assert b.ranks.version == 1
     assert np.array_equal(b.frontier.priority(np.arange(b.db.n_pages)), before)
+
+
+CLOSE_WHILE_RANKING = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_periodic_ranking import synthetic_db
+from util import crawl
+from frontera_linkrank import LinkRankBackend
+
+urls = synthetic_db({db!r}, 20_000, 200_000)
+for run in range(3):
+    b = LinkRankBackend(settings={{"LINKRANK_PATH": {db!r}, "LINKRANK_SYNC": False, "LINKRANK_POLICY": "pagerank",
+                                   "LINKRANK_RANK_EVERY_PAGES": 1, "LINKRANK_RANK_GROWTH": 0,
+                                   "LINKRANK_RANK_INTERVAL": 0}})
+    b.rank_config.tol = -1.0  # runs until stopped
+    for r in b.get_next_requests(20):
+        crawl(b, r, urls[:10])
+    b.get_next_requests(20)
+    assert b.ranker.running
+    b.db.close()  # not frontier_stop: a tool or a test closing the database
+    print("stopped" if not b.ranker.running else "still running")
+"""
+
+
+def test_closing_the_database_stops_a_background_ranking(tmp_path):
+    """Closing the environment under the ranking thread's open snapshot
+    made the process fault; close now stops the ranking and waits for it.
+    (In a subprocess: a fault must fail this test, not end the suite.)"""
+    code = CLOSE_WHILE_RANKING.format(tests=os.path.dirname(__file__), db=str(tmp_path / "db"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["stopped"] * 3

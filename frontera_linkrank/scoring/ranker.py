@@ -199,6 +199,9 @@ class BackgroundRanker:
         self._error = None
         self._cancel = threading.Event()
         self.started_at = None
+        # Closing the database stops a running ranking (its snapshot would
+        # outlive the environment otherwise); close waits for it to end.
+        db.on_close(self._cancel.set)
 
     @property
     def running(self):

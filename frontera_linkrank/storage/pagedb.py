@@ -128,6 +128,7 @@ class PageDB:
         # only resized under it: LMDB forbids a resize while this process
         # has a transaction open, and a reader would fault on the old map.
         self._remap_lock = threading.Lock()
+        self._close_hooks = []
         self._check_path()
         if not readonly:
             os.makedirs(self.path, exist_ok=True)
@@ -341,14 +342,24 @@ class PageDB:
         recs = np.frombuffer(buf, RECORD, k, off)
         return idx, recs
 
+    def on_close(self, hook):
+        """Call ``hook()`` first thing in :meth:`close` (a background
+        reader's "stop now")."""
+        self._close_hooks.append(hook)
+
     def close(self):
+        for hook in getattr(self, "_close_hooks", ()):
+            hook()
         txn = getattr(self, "_ro_txn", None)
         if txn is not None:
             txn.abort()
             self._ro_txn = None
         env = getattr(self, "env", None)
         if env is not None:
-            env.close()
+            # Another thread's reader() must end first: closing the
+            # environment under an open transaction would fault.
+            with self._remap_lock:
+                env.close()
             self.env = None
         self._release_writer_lock()
 
