@@ -138,12 +138,6 @@ class RefreshIndex:
         heapq.heapify(pairs)
         self._heap = pairs
 
-    def remove(self, page):
-        self._due.pop(page, None)
-
-    def due_count(self, now):
-        return sum(1 for d in self._due.values() if d <= now)
-
     def pop_due(self, now, n, skip=None, max_scan=None):
         """Up to ``n`` pages due at ``now``, most overdue first; pages for
         which ``skip(page)`` is true stay scheduled. At most ``max_scan``

@@ -131,12 +131,6 @@ class Refresher:
         """Replace the index with ``pages`` (after a calibration)."""
         self.index.replace(pages, np.asarray(last, np.float64) + self.intervals(w, lam))
 
-    def remove(self, page):
-        self.index.remove(page)
-
-    def n_due(self, now):
-        return self.index.due_count(now)
-
     def take(self, n, now, skip=None):
         """Up to ``n`` due pages, most overdue first (``skip(page)``: keep
         for later, say its host is busy)."""

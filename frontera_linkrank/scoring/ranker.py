@@ -30,7 +30,6 @@ from .pagerank import pagerank
 logger = logging.getLogger(__name__)
 
 ALGORITHMS = ("pagerank", "hits")
-VECTORS = {"pagerank": ("pagerank",), "hits": ("authority", "hub")}
 
 
 @dataclass
