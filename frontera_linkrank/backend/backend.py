@@ -924,28 +924,27 @@ class LinkRankBackend(Backend):
         partial = [r.idx for r in reads if r.kept_links and r.validators and None in r.validators]
         with db.snapshot() as txn:
             stored = db.validators(partial, txn) if partial else {}
-        changed = []
-        for r, again, interval in zip(reads, revisit, intervals):
-            i = r.idx
-            ch = None  # unknown: not a usable observation
-            if again and interval > 0:
-                old = int(v.status[i])
-                if r.kept_links:  # 304
-                    ch = False
-                elif old and status_class(old) != status_class(r.status):
-                    ch = True
-                elif r.hash and v.content_hash[i] and v.flags[i] & F_NORM_HASH:
-                    ch = r.hash != int(v.content_hash[i])
-            changed.append(ch)
-            if r.validators is not None and any(r.validators):
-                old_v = stored.get(i, (None, None))
-                db.set_validators(i, *(new or kept for new, kept in zip(r.validators, old_v)))
-                v.flags[i] |= F_VALIDATORS
-            v.flags[i] &= 0xFF ^ F_REFRESH
+            changed = []
+            for r, again, interval in zip(reads, revisit, intervals):
+                i = r.idx
+                ch = None  # unknown: not a usable observation
+                if again and interval > 0:
+                    old = int(v.status[i])
+                    if r.kept_links:  # 304
+                        ch = False
+                    elif old and status_class(old) != status_class(r.status):
+                        ch = True
+                    elif r.hash and v.content_hash[i] and v.flags[i] & F_NORM_HASH:
+                        ch = r.hash != int(v.content_hash[i])
+                changed.append(ch)
+                if r.validators is not None and any(r.validators):
+                    old_v = stored.get(i, (None, None))
+                    db.set_validators(i, *(new or kept for new, kept in zip(r.validators, old_v)))
+                    v.flags[i] |= F_VALIDATORS
+                v.flags[i] &= 0xFF ^ F_REFRESH
+            self.recrawler.visited(reads, revisit, changed, intervals, txn)
         self._count("changes_detected", sum(1 for c in changed if c))
         self._count("not_modified", sum(1 for r in reads if r.kept_links))
-        with db.snapshot() as txn:
-            self.recrawler.visited(reads, revisit, changed, intervals, txn)
 
     # -- reporting ---------------------------------------------------------------------------
     def stats(self):
