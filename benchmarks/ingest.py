@@ -116,6 +116,7 @@ def main(argv=None):
         )
         gc.collect()
         ours = run(backend, args.pages, args.batch, lambda: backend.db.n_pages, report)
+        rankings = backend.counters.get("rankings", 0)
         t = time.perf_counter()
         backend.frontier_stop()
         close_s = time.perf_counter() - t
@@ -132,7 +133,8 @@ def main(argv=None):
     print(f"{'known pages':>12} {'crawled':>9} {'linkrank p/s':>13} {'links/s':>10} {'memory FIFO p/s':>16} {'ratio':>6}")
     for (n, c, l, s), (n2, c2, l2, s2) in zip(ours, base):
         print(f"{n:>12,} {c:>9,} {c / s:>13,.0f} {l / s:>10,.0f} {c2 / s2:>16,.0f} {(c / s) / (c2 / s2):>6.2f}")
-    print(f"final commit and close: {close_s:.2f} s; database size {size / 2**20:.0f} MiB")
+    print(f"final commit and close: {close_s:.2f} s; database size {size / 2**20:.0f} MiB; "
+          f"rankings installed: {rankings}")
 
 
 if __name__ == "__main__":
