@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from ..storage.bulk import distinct
+from ..numeric import unique
 from ..storage.pagedb import CorruptDatabase
 from ..storage.urls import RejectedURL, check_url, fingerprint
 from ..storage.vertices import CRAWLED, F_SEED, LEASED, NO_PAGE, STATE_NAMES
@@ -148,7 +148,7 @@ def check_links(db):
             owner = np.repeat(src, lens)
             self_links += int((owner == dst).sum())
             pair = owner * max(n, 1) + dst
-            dup_rows += len(pair) - len(distinct(pair))
+            dup_rows += len(pair) - len(unique(pair))
     if bad_dst:
         out.append(f"{bad_dst} links to missing pages")
     if self_links:

@@ -14,19 +14,13 @@ import re
 import numpy as np
 from w3lib.url import canonicalize_url
 
+from ..numeric import unique
 from ..storage.urls import fingerprint
 
 
 def _label(name):
     """``name`` as a DNS label for generated host names."""
     return re.sub(r"[^a-z0-9-]+", "-", str(name).lower()).strip("-") or "graph"
-
-
-def _sorted_unique(a):
-    """``np.unique`` of an int array by sorting (numpy 2's hash-based unique
-    is ~10x slower on millions of links)."""
-    a = np.sort(a)
-    return a[np.r_[True, a[1:] != a[:-1]]] if len(a) else a
 
 
 class Graph:
@@ -82,7 +76,7 @@ class Graph:
         """Build from an edge list (duplicates kept once, sorted successors)."""
         src = np.asarray(src, np.int64)
         dst = np.asarray(dst, np.int64)
-        key = _sorted_unique(src * n + dst)
+        key = unique(src * n + dst)
         src, dst = key // n, key % n
         indptr = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
@@ -154,7 +148,7 @@ def power_law_host_graph(n, mean_degree=30.0, pages_per_host=100, internal=0.8, 
     rank = np.floor(sizes[h] * rng.random(m) ** power).astype(np.int64)
     dst = starts[h] + np.minimum(rank, sizes[h] - 1)
     keep = dst != src
-    key = _sorted_unique(src[keep] * n + dst[keep])
+    key = unique(src[keep] * n + dst[keep])
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(key // n, minlength=n), out=indptr[1:])
     return Graph(indptr, key % n, hosts=hosts, name=name)
