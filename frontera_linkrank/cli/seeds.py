@@ -26,18 +26,16 @@ import sys
 import time
 
 import numpy as np
-import scipy.sparse as sp
 
+from ..scoring.links import database_adjacency
 from ..scoring.seeds import extract_seeds, focused_seeds
 from .common import ToolError, open_db, parser, resolve, tool
 
 
 def db_adjacency(db):
     """The database's current links as a CSR matrix (row = source)."""
-    n = db.n_pages
     with db.snapshot() as txn:
-        src, dst = db.edges.current_edges(txn, n)
-    return sp.csr_matrix((np.ones(len(src)), (src.astype(np.int64), dst.astype(np.int64))), shape=(n, n))
+        return database_adjacency(db, txn, db.n_pages)
 
 
 def read_roots(path):

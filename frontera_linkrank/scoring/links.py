@@ -12,6 +12,12 @@ unchanged on any of:
   product (:class:`StreamedLinks`, a few bytes per *page*: the blocks are
   read in place from the memory map, never copied).
 
+:func:`database_adjacency` gives the same current links as a plain
+``n x n`` CSR adjacency matrix, for the tools that need the matrix itself
+(seed extraction, the simulator's page-database graphs). Both read the
+links through one loader, so the database's links become a matrix in one
+place.
+
 Links are counted once (duplicates merged) and self-links are dropped,
 matching what the crawl stores. Optionally only links between pages of
 different hosts are kept (``inter_host``): same-host links are mostly
@@ -25,10 +31,20 @@ Examples
 ([2, 1, 1], [1.0, 1.0, 2.0], [2.0, 1.0, 1.0])
 """
 
+from __future__ import annotations
+
 import json
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    import lmdb
+
+    from ..storage.edges import EdgeStore
+    from ..storage.pagedb import PageDB
 
 # Peak bytes per link while loading links into memory (the link list read
 # from the blocks, the matrix built from it and its transpose): what
@@ -56,7 +72,9 @@ class MatrixLinks:
 
     streamed = False
 
-    def __init__(self, adjacency, hosts=None, inter_host=False):
+    def __init__(
+        self, adjacency: sp.spmatrix | ArrayLike, hosts: ArrayLike | None = None, inter_host: bool = False
+    ) -> None:
         a = sp.csr_matrix(adjacency)
         a.sum_duplicates()
         coo = a.tocoo()  # sorted by row: a is canonical
@@ -71,7 +89,7 @@ class MatrixLinks:
         self._init(rows, np.r_[starts, len(src)], dst, a.shape[0])
 
     @classmethod
-    def from_rows(cls, rows, ptr, dst, n):
+    def from_rows(cls, rows: ArrayLike, ptr: ArrayLike, dst: np.ndarray, n: int) -> MatrixLinks:
         """Links of page ``rows[r]`` to ``dst[ptr[r]:ptr[r+1]]``, rows in
         any order, each page at most once, links distinct and without
         self-links (as the page database stores them)."""
@@ -79,7 +97,7 @@ class MatrixLinks:
         self._init(rows, ptr, dst, n)
         return self
 
-    def _init(self, rows, ptr, dst, n):
+    def _init(self, rows: ArrayLike, ptr: ArrayLike, dst: np.ndarray, n: int) -> None:
         self.n = int(n)
         self.rows = np.asarray(rows, np.int64)
         ptr = np.asarray(ptr)
@@ -94,11 +112,11 @@ class MatrixLinks:
         self.out_degree = np.zeros(self.n, np.int64)
         self.out_degree[self.rows] = np.diff(ptr)
 
-    def push(self, x):
+    def push(self, x: np.ndarray) -> np.ndarray:
         """``y[j] = sum(x[i] for links i -> j)``."""
         return self._bt @ x[self.rows]
 
-    def pull(self, y):
+    def pull(self, y: np.ndarray) -> np.ndarray:
         """``x[i] = sum(y[j] for links i -> j)``."""
         if self._b is None:
             self._b = self._bt.T.tocsr()
@@ -107,7 +125,8 @@ class MatrixLinks:
         return out
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
+        """Bytes held by the matrices and the row list."""
         mats = [m for m in (self._bt, self._b) if m is not None]
         return sum(m.data.nbytes + m.indices.nbytes + m.indptr.nbytes for m in mats) + self.rows.nbytes
 
@@ -135,13 +154,20 @@ class StreamedLinks:
 
     streamed = True
 
-    def __init__(self, edges, txn, n, hosts=None, inter_host=False):
+    def __init__(
+        self,
+        edges: EdgeStore,
+        txn: lmdb.Transaction,
+        n: int,
+        hosts: ArrayLike | None = None,
+        inter_host: bool = False,
+    ) -> None:
         self.n = int(n)
         self.inter_host = bool(inter_host)
         if inter_host and hosts is None:
             raise ValueError("inter_host needs the host of every page")
         self.hosts = None if hosts is None else np.asarray(hosts)[: self.n]
-        self._blocks = []  # (src int64, live float64 or None, csr matrix rows x n)
+        self._blocks: list[tuple[np.ndarray, np.ndarray | None, sp.csr_matrix]] = []  # (src int64, live float64 or None, csr matrix rows x n)
         seen = np.zeros(self.n, bool)
         deg = np.zeros(self.n, np.int64)
         self.n_links = 0
@@ -171,28 +197,30 @@ class StreamedLinks:
             s.nbytes + (0 if l is None else l.nbytes) for s, l, _ in self._blocks
         )
 
-    def _mask(self, src, m):
+    def _mask(self, src: np.ndarray, m: sp.csr_matrix) -> np.ndarray:
         """Per-link weights: 1 for links between different hosts."""
         h = self.hosts
         return (np.repeat(h[src], np.diff(m.indptr)) != h[m.indices]).astype(np.float64)
 
-    def _row_counts(self, src, m):
+    def _row_counts(self, src: np.ndarray, m: sp.csr_matrix) -> np.ndarray:
         rows = np.repeat(np.arange(len(src)), np.diff(m.indptr))
         return np.bincount(rows, weights=self._mask(src, m), minlength=len(src)).astype(np.int64)
 
-    def _matrix(self, src, m):
+    def _matrix(self, src: np.ndarray, m: sp.csr_matrix) -> sp.csr_matrix:
         if not self.inter_host:
             return m
         return sp.csr_matrix((self._mask(src, m), m.indices, m.indptr), shape=m.shape, copy=False)
 
-    def push(self, x):
+    def push(self, x: np.ndarray) -> np.ndarray:
+        """``y[j] = sum(x[i] for links i -> j)``."""
         y = np.zeros(self.n)
         for src, live, m in self._blocks:
             xs = x[src] if live is None else x[src] * live
             y += self._matrix(src, m).T @ xs
         return y
 
-    def pull(self, y):
+    def pull(self, y: np.ndarray) -> np.ndarray:
+        """``x[i] = sum(y[j] for links i -> j)``."""
         x = np.zeros(self.n)
         for src, live, m in self._blocks:
             got = self._matrix(src, m) @ y
@@ -200,7 +228,14 @@ class StreamedLinks:
         return x
 
 
-def database_links(db, txn, n=None, mode="auto", inter_host=False, memory_limit=2 * 1024**3):
+def database_links(
+    db: PageDB,
+    txn: lmdb.Transaction,
+    n: int | None = None,
+    mode: str = "auto",
+    inter_host: bool = False,
+    memory_limit: int = 2 * 1024**3,
+) -> MatrixLinks | StreamedLinks:
     """The current links of page database ``db`` in snapshot ``txn``.
 
     Parameters
@@ -227,11 +262,52 @@ def database_links(db, txn, n=None, mode="auto", inter_host=False, memory_limit=
         return StreamedLinks(db.edges, txn, n, hosts, inter_host)
     if mode != "memory":
         raise ValueError(f"mode must be auto, memory or stream, not {mode!r}")
+    rows, ptr, dst = _current_rows(db, txn, n, hosts)
+    return MatrixLinks.from_rows(rows, ptr, dst, n)
+
+
+def database_adjacency(db: PageDB, txn: lmdb.Transaction, n: int | None = None) -> sp.csr_matrix:
+    """The current links of page database ``db`` in snapshot ``txn`` as an
+    ``n x n`` CSR adjacency matrix (row = source, sorted columns, data 1).
+
+    The links are distinct and without self-links, as the database stores
+    them. The matrix holds copies: it stays valid after ``txn`` ends.
+
+    Parameters
+    ----------
+    db : PageDB
+    txn : lmdb.Transaction
+        Read transaction (``buffers=True``) of the snapshot.
+    n : int, optional
+        Pages in the snapshot (default: the ``n_pages`` of its metadata).
+    """
+    if n is None:
+        n = snapshot_pages(db, txn)
+    rows, ptr, dst = _current_rows(db, txn, n)
+    lens = np.diff(ptr)
+    indptr = np.zeros(n + 1, np.int64)
+    degree = np.zeros(n, np.int64)
+    degree[rows] = lens
+    np.cumsum(degree, out=indptr[1:])
+    # Row sets come newest block first: gather each row's links into page order.
+    order = np.argsort(rows, kind="stable")
+    shift = np.repeat(ptr[:-1][order] - indptr[rows[order]], lens[order])
+    a = sp.csr_matrix((np.ones(len(dst)), dst[shift + np.arange(len(dst))], indptr), shape=(n, n))
+    a.sort_indices()
+    return a
+
+
+def _current_rows(
+    db: PageDB, txn: lmdb.Transaction, n: int, hosts: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, ptr, dst)``: page ``rows[r]`` links to ``dst[ptr[r]:ptr[r+1]]``
+    (rows in block order, ``dst`` int32); with ``hosts`` only the links
+    between pages of different hosts. ``dst`` may be a view on the map."""
     rows, lens, dsts = [], [], []
     for src, ptr, dst in db.edges.iter_current(txn, n):
         src = np.asarray(src, np.int64)
         ptr = np.asarray(ptr, np.int64)
-        if inter_host:
+        if hosts is not None:
             srcs = np.repeat(src, np.diff(ptr))
             keep = hosts[srcs] != hosts[dst]
             dst = dst[keep]
@@ -242,17 +318,17 @@ def database_links(db, txn, n=None, mode="auto", inter_host=False, memory_limit=
         rows.append(src)
         dsts.append(dst)
     if not rows:
-        return MatrixLinks.from_rows(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int32), n)
+        return np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int32)
     ptr = np.zeros(sum(len(r) for r in rows) + 1, np.int64)
     np.cumsum(np.concatenate(lens), out=ptr[1:])
     dst = np.concatenate(dsts).view(np.int32) if len(dsts) > 1 else np.asarray(dsts[0]).view(np.int32)
-    return MatrixLinks.from_rows(np.concatenate(rows), ptr, dst, n)
+    return np.concatenate(rows), ptr, dst
 
 
-def snapshot_pages(db, txn):
+def snapshot_pages(db: PageDB, txn: lmdb.Transaction) -> int:
     """Number of pages committed in the snapshot ``txn``."""
     raw = txn.get(b"meta", db=db.dbs[b"meta"])
     return int(json.loads(bytes(raw)).get("n_pages", 0))
 
 
-__all__ = ["MatrixLinks", "StreamedLinks", "database_links", "snapshot_pages"]
+__all__ = ["MatrixLinks", "StreamedLinks", "database_adjacency", "database_links", "snapshot_pages"]

@@ -218,6 +218,7 @@ def load_pagedb(path, name=None):
     current out-links of the crawled pages (pages never fetched have none:
     their links are unknown). Hosts are the database's host ids.
     """
+    from ..scoring.links import database_adjacency
     from ..storage.pagedb import PageDB, PageDBError
 
     try:
@@ -230,14 +231,14 @@ def load_pagedb(path, name=None):
             raise ValueError(f"{path}: the page database holds no pages")
         with db.snapshot() as txn:
             urls = db.urls(np.arange(n), txn)
-            src, dst = db.edges.current_edges(txn, n)
+            a = database_adjacency(db, txn, n)
         hosts = db.vertices.host[:n].astype(np.int64)
     finally:
         db.close()
     missing = [i for i, u in enumerate(urls) if u is None]
     if missing:
         raise ValueError(f"{path}: {len(missing)} pages have no stored URL (first: page {missing[0]})")
-    g = Graph.from_edges(src.astype(np.int64), dst.astype(np.int64), n, urls=urls,
-                         name=name or os.path.basename(os.path.normpath(path)) or "pagedb")
+    g = Graph(a.indptr, a.indices, urls=urls,
+              name=name or os.path.basename(os.path.normpath(path)) or "pagedb")
     g.hosts = hosts
     return g
