@@ -10,18 +10,14 @@ sys.path.insert(0, HERE)
 # imports modules for their doctests).
 collect_ignore = ["crash_child.py"]
 
-SHARED_DATA = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data"))
-# Small data sets copied into the project (with attribution) for when
-# ../shared is absent.
-PROJECT_DATA = os.path.normpath(os.path.join(HERE, "..", "data"))
 
 
-def shared(*parts):
-    """Path under ../shared/data, or skip the test with a clear message."""
-    path = os.path.join(SHARED_DATA, *parts)
-    if not os.path.exists(path):
-        pytest.skip(f"needs {path} (the shared data folder is absent)")
-    return path
+def dataset(*parts):
+    """Path of a data set shipped with the package (frontera_linkrank/data):
+    the real graphs are always there, so no test skips for want of data."""
+    from frontera_linkrank.data import path
+
+    return path(*parts)
 
 
 @pytest.fixture

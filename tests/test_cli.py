@@ -18,7 +18,7 @@ from frontera_linkrank.simulation.crawl import simulate
 from frontera_linkrank.simulation.graphs import load_hollins
 from frontera_linkrank.storage.pagedb import PageDB, page_key
 from frontera_linkrank.storage.vertices import CRAWLED, F_SEED, LEASED
-from conftest import PROJECT_DATA, SHARED_DATA
+from conftest import dataset
 from test_cli_import_rank import reference_pagerank
 
 TOOLS = ["page_db_dump", "page_db_find", "page_db_links", "page_db_path", "page_db_stats", "page_db_check",
@@ -27,11 +27,7 @@ BIN = os.path.dirname(sys.executable)
 
 
 def hollins_dir():
-    for base in (PROJECT_DATA, SHARED_DATA):
-        d = os.path.join(base, "hollins")
-        if os.path.exists(os.path.join(d, "hollins.dat")):
-            return d
-    pytest.skip("needs the Hollins data set (data/hollins or ../shared/data/hollins)")
+    return dataset("hollins")
 
 
 @pytest.fixture(scope="module")

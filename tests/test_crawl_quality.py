@@ -9,14 +9,14 @@ than both.
 
 import numpy as np
 
-from conftest import shared
+from conftest import dataset
 from frontera_linkrank.simulation.crawl import BFS, LINKRANK, compare
 from frontera_linkrank.simulation.graphs import Graph
 from frontera_linkrank.simulation.metrics import reference_pagerank
 
 
 def test_opic_beats_bfs_and_hybrid_beats_both():
-    graph = Graph.from_npz(shared("uk-2007-05-100000", "uk-2007-05@100000.csr.npz"), name="uk2007")
+    graph = Graph.from_npz(dataset("uk-2007-05-100000", "uk-2007-05@100000.csr.npz"), name="uk2007")
     truth = reference_pagerank(graph.indptr, graph.indices)
     assert abs(truth.sum() - 1) < 1e-12
     seeds = np.random.default_rng(0).choice(graph.n, 10, replace=False).tolist()

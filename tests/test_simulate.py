@@ -69,10 +69,10 @@ def test_bfs_baseline_equals_frontera_memory_bfs_on_random_graphs(batch, seed):
 
 
 def test_bfs_baseline_equals_frontera_memory_bfs_on_hollins():
-    from conftest import shared
+    from conftest import dataset
     from frontera_linkrank.simulation.graphs import load_hollins
 
-    g = load_hollins(shared("hollins"))
+    g = load_hollins(dataset("hollins"))
     seeds = [0, 17, 2500]
     for batch in (1, 64):
         expected = simulate(g, BFS, seeds, 3000, batch=batch)

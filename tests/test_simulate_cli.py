@@ -63,7 +63,6 @@ def test_table_json_file_and_politeness(npz, capsys, tmp_path):
 
 
 def test_plot(npz, capsys, tmp_path):
-    pytest.importorskip("matplotlib")
     path, _ = npz
     png = tmp_path / "curves.png"
     code, out, err = run(["simulate", path, "--baselines", "bfs", "--budget", "100", "--plot", str(png), *FAST],

@@ -1,4 +1,5 @@
-"""Loaders for the real web graphs in ``../shared/data`` (see its README).
+"""Loaders for web graphs: the real ones shipped in :mod:`frontera_linkrank.data`
+(see the README of each folder there), link lists, page databases.
 
 - :func:`load_uk2007`: LAW ``uk-2007-05@100000`` (CSR, no URLs). Its node
   ids follow URL order, so a host's pages are contiguous; the host ranges
@@ -6,6 +7,7 @@
 - :func:`load_ukwa_hosts`: the UK Web Archive 1996 host graph (one node per
   host; link counts are dropped, a host-to-host link counts once).
 - :func:`load_hollins` (in :mod:`.graphs`): the Hollins site crawl.
+- :func:`load_polblogs`: the US political blogs of 2004 (one node per blog).
 - :func:`load_pagedb`: the link graph of a previous crawl's page database.
 - :func:`load_graph`: any of these (and link lists, CSR ``.npz``) by name
   or path.
@@ -13,37 +15,35 @@
 
 import gzip
 import os
+import re
+from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import numpy as np
 
+from .. import data
 from .graphs import Graph, load_hollins
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-SEARCH = [
-    os.path.normpath(os.path.join(HERE, "..", "..", "data")),  # copies shipped with the project
-    os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "data")),
-]
 
 __all__ = [
     "data_path",
     "infer_hosts",
     "load_edge_list",
-    "merge_same_pages",
     "load_graph",
     "load_hollins",
     "load_pagedb",
+    "load_polblogs",
     "load_uk2007",
     "load_ukwa_hosts",
+    "merge_same_pages",
 ]
 
 
-def data_path(*parts):
-    """First existing ``data/<parts>`` of the project or ``../shared/data``."""
-    for base in SEARCH:
-        p = os.path.join(base, *parts)
-        if os.path.exists(p):
-            return p
-    raise FileNotFoundError(f"{os.path.join(*parts)} not found under {' or '.join(SEARCH)}")
+def data_path(*parts: str) -> str:
+    """Path of a data set shipped with the package, e.g. ``data_path("hollins")``.
+
+    See :func:`frontera_linkrank.data.path`.
+    """
+    return data.path(*parts)
 
 
 def infer_hosts(indptr, indices, window=1000):
@@ -158,18 +158,87 @@ def _is_gzip(path):
         return f.read(2) == b"\x1f\x8b"
 
 
-NAMED = {
+_GML_TOKEN = re.compile(r'"[^"]*"|\[|\]|[^\s\[\]"]+')
+
+
+def _gml_records(path: str, kind: str) -> list[dict[str, str]]:
+    """The ``node [...]`` or ``edge [...]`` records of a flat GML file, as
+    dictionaries of their scalar fields (quotes removed). Only the records
+    directly inside ``graph [...]`` are read; nested lists are refused."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        tokens = _GML_TOKEN.findall(f.read())
+    records: list[dict[str, str]] = []
+    depth, current, key = 0, None, None
+    for tok in tokens:
+        if tok == "[":
+            depth += 1
+            if depth == 2:
+                current = {} if key == kind else None
+            elif depth > 2:
+                raise ValueError(f"{path}: nested GML lists are not supported")
+            key = None
+        elif tok == "]":
+            if depth == 2 and current is not None:
+                records.append(current)
+            depth -= 1
+            key = None
+        elif key is None:
+            key = tok
+        else:
+            if depth == 2 and current is not None:
+                current[key] = tok.strip('"')
+            key = None
+    return records
+
+
+def load_polblogs(path: str | None = None) -> Graph:
+    """The US political blogs of 2004 (Adamic and Glance): one page per blog.
+
+    Each node's URL is ``http://<label>/`` (the labels are blog addresses
+    such as ``atrios.blogspot.com`` or ``12thharmonic.com/wordpress``); its
+    host is the host name of that URL. The GML header says ``undirected``
+    but its ``source``/``target`` pairs are links from one blog to another:
+    they are read as directed arcs source -> target (duplicate arcs once,
+    self-links kept): 1,490 blogs, 19,025 distinct links. ``graph.party``
+    holds each blog's ``value`` (0 liberal, 1 conservative), unless two URLs
+    were one page to a frontier and got merged (not the case in the shipped
+    file).
+    """
+    path = path or data_path("polblogs", "polblogs.gml")
+    nodes = _gml_records(path, "node")
+    if not nodes:
+        raise ValueError(f"{path}: no GML node records")
+    index = {int(r["id"]): v for v, r in enumerate(nodes)}
+    urls = [f"http://{r['label']}/" for r in nodes]
+    edges = _gml_records(path, "edge")
+    src = [index[int(r["source"])] for r in edges]
+    dst = [index[int(r["target"])] for r in edges]
+    g = Graph.from_edges(src, dst, len(nodes), urls=urls, name="polblogs")
+    host_names: dict[str, int] = {}
+    g.hosts = np.array([host_names.setdefault(urlsplit(u).hostname or "", len(host_names)) for u in urls],
+                       np.int64)
+    g.party = np.array([int(r.get("value", -1)) for r in nodes], np.int64)
+    merged = merge_same_pages(g)
+    if merged is not g:  # blogs merged: a party per merged page is not defined
+        del g.party
+    return merged
+
+
+#: The graphs known by name: ``load_graph(name)``.
+NAMED: dict[str, Callable[[], Graph]] = {
     "hollins": lambda: load_hollins(data_path("hollins")),
     "uk2007": load_uk2007,
     "ukwa": load_ukwa_hosts,
+    "polblogs": load_polblogs,
 }
 
 
-def load_graph(spec):
-    """A graph from a name (``hollins``, ``uk2007``, ``ukwa``), a Hollins-style
-    folder, a page database folder, a CSR ``.npz`` (hosts from its ``hosts``
-    array, else inferred), a UKWA host ``.tsv.gz`` or a ``SRC_URL<TAB>DST_URL``
-    list."""
+def load_graph(spec: str) -> Graph:
+    """A graph from a name (``hollins``, ``uk2007``, ``ukwa``, ``polblogs``: the
+    data shipped with the package), a Hollins-style folder, a page database
+    folder, a CSR ``.npz`` (hosts from its ``hosts`` array, else inferred), a
+    UKWA host ``.tsv.gz``, a GML file (read as :func:`load_polblogs` does) or a
+    ``SRC_URL<TAB>DST_URL`` list."""
     if spec in NAMED:
         return NAMED[spec]()
     if os.path.isdir(spec):
@@ -184,6 +253,8 @@ def load_graph(spec):
         raise FileNotFoundError(f"{spec}: no such file, and not one of {', '.join(NAMED)}")
     if spec.endswith(".npz"):
         return load_uk2007(spec) if "uk-2007" in os.path.basename(spec) else _npz(spec)
+    if spec.endswith(".gml"):
+        return load_polblogs(spec)
     with (gzip.open if _is_gzip(spec) else open)(spec, "rt", encoding="utf-8", errors="replace") as f:
         first = f.readline()
     if "|" in first.partition("\t")[0] and first.count("|") >= 2:
