@@ -46,7 +46,7 @@ def data_path(*parts: str) -> str:
     return data.path(*parts)
 
 
-def infer_hosts(indptr, indices, window=1000):
+def infer_hosts(indptr: np.ndarray, indices: np.ndarray, window: int = 1000) -> np.ndarray:
     """Host of each node of a graph whose ids follow URL order.
 
     Most links stay inside a host, and a host's pages are contiguous, so a
@@ -79,7 +79,7 @@ def infer_hosts(indptr, indices, window=1000):
     return np.cumsum(start) - 1
 
 
-def load_uk2007(path=None, window=1000):
+def load_uk2007(path: str | None = None, window: int = 1000) -> Graph:
     """``uk-2007-05@100000`` with inferred hosts and generated URLs."""
     path = path or data_path("uk-2007-05-100000", "uk-2007-05@100000.csr.npz")
     z = np.load(path)
@@ -87,7 +87,7 @@ def load_uk2007(path=None, window=1000):
     return Graph(z["indptr"], z["indices"], hosts=hosts, name="uk2007")
 
 
-def load_ukwa_hosts(path=None):
+def load_ukwa_hosts(path: str | None = None) -> Graph:
     """The UKWA 1996 host link graph: one page per host, ``http://<host>/``."""
     path = path or data_path("ukwa-1996-hosts", "1996-uk-web-hosts.tsv.gz")
     names = {}
@@ -109,7 +109,7 @@ def load_ukwa_hosts(path=None):
     return g
 
 
-def load_edge_list(path, name=None):
+def load_edge_list(path: str, name: str | None = None) -> Graph:
     """A ``SRC_URL<TAB>DST_URL`` link list (gzip accepted), pages in order
     of first appearance."""
     opener = gzip.open if _is_gzip(path) else open
@@ -133,7 +133,7 @@ def load_edge_list(path, name=None):
     return merge_same_pages(Graph.from_edges(src, dst, len(index), urls=list(index), name=name))
 
 
-def merge_same_pages(g):
+def merge_same_pages(g: Graph) -> Graph:
     """URLs with the same Frontera fingerprint (``?b=1&a=2`` and ``?a=2&b=1``,
     ``http://WWW.x.uk/`` and ``http://www.x.uk/``) are one page to a
     frontier: merge them into the first one (links merged, self-links
@@ -153,7 +153,7 @@ def merge_same_pages(g):
     return out
 
 
-def _is_gzip(path):
+def _is_gzip(path: str) -> bool:
     with open(path, "rb") as f:
         return f.read(2) == b"\x1f\x8b"
 
@@ -262,7 +262,7 @@ def load_graph(spec: str) -> Graph:
     return load_edge_list(spec)
 
 
-def _npz(path):
+def _npz(path: str) -> Graph:
     z = np.load(path)
     if "indptr" not in z or "indices" not in z:
         raise ValueError(f"{path}: expected arrays 'indptr' and 'indices' (CSR out-links)")
@@ -282,7 +282,7 @@ def _npz(path):
     return Graph(indptr, indices, hosts=hosts, name=name)
 
 
-def load_pagedb(path, name=None):
+def load_pagedb(path: str, name: str | None = None) -> Graph:
     """The link graph of a page database (a previous crawl), read-only.
 
     Every page the database knows is a node with its URL; the links are the

@@ -7,9 +7,12 @@ Graphs without URLs (the LAW ``.csr.npz`` files) get generated URLs
 synthetic host.
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 import re
+from collections.abc import Sequence
 
 import numpy as np
 from w3lib.url import canonicalize_url
@@ -18,7 +21,7 @@ from ..numeric import unique
 from ..storage.urls import fingerprint
 
 
-def _label(name):
+def _label(name: object) -> str:
     """``name`` as a DNS label for generated host names."""
     return re.sub(r"[^a-z0-9-]+", "-", str(name).lower()).strip("-") or "graph"
 
@@ -37,7 +40,8 @@ class Graph:
     name : str
     """
 
-    def __init__(self, indptr, indices, urls=None, hosts=None, name="graph"):
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, urls: list[str] | None = None,
+                 hosts: np.ndarray | None = None, name: str = "graph") -> None:
         self.indptr = np.asarray(indptr, np.int64)
         self.indices = np.asarray(indices, np.int64)
         self.n = len(self.indptr) - 1
@@ -59,20 +63,21 @@ class Graph:
             self.fingerprints = [fingerprint(u).hex().encode() for u in urls]
 
     @property
-    def n_edges(self):
+    def n_edges(self) -> int:
         return len(self.indices)
 
-    def out(self, v):
+    def out(self, v: int) -> np.ndarray:
         return self.indices[self.indptr[v] : self.indptr[v + 1]]
 
     @classmethod
-    def from_npz(cls, path, name=None, hosts=None):
+    def from_npz(cls, path: str, name: str | None = None, hosts: np.ndarray | None = None) -> Graph:
         z = np.load(path)
         name = name or os.path.basename(path).split("@")[0].split(".")[0].replace("_", "-")
         return cls(z["indptr"], z["indices"], hosts=hosts, name=name)
 
     @classmethod
-    def from_edges(cls, src, dst, n, urls=None, name="graph"):
+    def from_edges(cls, src: Sequence[int] | np.ndarray, dst: Sequence[int] | np.ndarray, n: int,
+                   urls: list[str] | None = None, name: str = "graph") -> Graph:
         """Build from an edge list (duplicates kept once, sorted successors)."""
         src = np.asarray(src, np.int64)
         dst = np.asarray(dst, np.int64)
@@ -83,7 +88,7 @@ class Graph:
         return cls(indptr, dst, urls=urls, name=name)
 
 
-def load_hollins(folder):
+def load_hollins(folder: str) -> Graph:
     """The Hollins University crawl (``hollins.dat`` + ``links.dat``)."""
     urls = {}
     with open(os.path.join(folder, "links.dat"), encoding="utf-8", errors="replace") as f:
@@ -98,8 +103,8 @@ def load_hollins(folder):
     return Graph.from_edges(edges[:, 0] - 1, edges[:, 1] - 1, n, urls=url_list, name="hollins")
 
 
-def power_law_host_graph(n, mean_degree=30.0, pages_per_host=100, internal=0.8, dangling=0.1, seed=0,
-                         name="powerlaw"):
+def power_law_host_graph(n: int, mean_degree: float = 30.0, pages_per_host: int = 100, internal: float = 0.8,
+                         dangling: float = 0.1, seed: int = 0, name: str = "powerlaw") -> Graph:
     """A random web-like graph: pages grouped in hosts of power-law sizes,
     power-law in-degrees, most links inside their host.
 
@@ -119,9 +124,9 @@ def power_law_host_graph(n, mean_degree=30.0, pages_per_host=100, internal=0.8, 
       home pages, as links between sites are).
     - Duplicate links are merged; self-links are dropped.
 
-    Real graphs rank crawl policies differently from synthetic ones
-    (``../shared/data/README.md``): use this for speed and scale, not to
-    choose a policy.
+    Real graphs can rank crawl policies in the opposite order to synthetic
+    ones: use this for speed and scale, and the real graphs shipped in
+    :mod:`frontera_linkrank.data` to choose a policy.
 
     >>> g = power_law_host_graph(2000, seed=1)
     >>> g.n, int(g.hosts.max()) + 1, bool(g.n_edges > 20_000)
