@@ -22,7 +22,7 @@ A three-page cycle read in turn converges to uniform importance:
 
 >>> from frontera_linkrank.storage.vertices import VertexTable
 >>> t = VertexTable(); _ = t.append(3)
->>> a = Aopic(t)  # pages already in the table join the target set here
+>>> a = Aopic(t, damping=0.85)  # pages already in the table join the target set here
 >>> a.fund([0])
 >>> import numpy as np
 >>> for step in range(3000):
@@ -34,17 +34,33 @@ A three-page cycle read in turn converges to uniform importance:
 True
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..storage.vertices import ERROR
 
+if TYPE_CHECKING:
+    from ..settings import LinkRankSettings
+    from ..storage.vertices import VertexTable
+
 OMEGA_POLICIES = ("all", "unfetched", "fetched", "hosts")
+"""Target sets of the virtual page's cash (``omega_policy``)."""
+HISTORY_TIMES = ("wall", "cash")
+"""Clocks of the history window: seconds, or cash read so far (``cash_time``)."""
 
 
 class Aopic:
     """Cash, history and the virtual page for the pages of ``table``.
+
+    A crawl builds its books with :meth:`from_settings` (the parameters
+    are ``LINKRANK_*`` settings); :meth:`from_saved` reads the books of a
+    page database. The parameters after ``damping`` default to the plain
+    algorithm (no window, ω to every page at every read, unweighted links).
 
     Parameters
     ----------
@@ -69,16 +85,17 @@ class Aopic:
 
     def __init__(
         self,
-        table,
-        damping=0.85,
-        window=math.inf,
-        cash_time=False,
-        omega_policy="all",
-        omega_read_every=1,
-        internal_weight=1.0,
-        external_weight=1.0,
-        state=None,
-    ):
+        table: VertexTable,
+        damping: float,
+        *,
+        window: float = math.inf,
+        cash_time: bool = False,
+        omega_policy: str = "all",
+        omega_read_every: int = 1,
+        internal_weight: float = 1.0,
+        external_weight: float = 1.0,
+        state: Mapping[str, Any] | None = None,
+    ) -> None:
         if omega_policy not in OMEGA_POLICIES:
             raise ValueError(f"omega_policy must be one of {OMEGA_POLICIES}")
         self.table = table
@@ -106,22 +123,61 @@ class Aopic:
             self.omega_reads = int(state.get("omega_reads", 0))
         self.n_target = int(self.member_mask().sum())
 
+    @staticmethod
+    def parameters(settings: LinkRankSettings) -> dict[str, Any]:
+        """Constructor parameters from the ``LINKRANK_*`` settings (all but
+        ``omega_policy`` and ``state``)."""
+        s = settings
+        return {
+            "damping": s.DAMPING,
+            "window": s.HISTORY_WINDOW,
+            "cash_time": s.HISTORY_TIME == "cash",
+            "omega_read_every": s.OMEGA_READ_EVERY,
+            "internal_weight": s.INTERNAL_WEIGHT,
+            "external_weight": s.EXTERNAL_WEIGHT,
+        }
+
     @classmethod
-    def from_saved(cls, table, saved, host_ids=None, **kw):
-        """Books as of a commit: ``saved`` is the ``aopic`` entry of the page
-        database's metadata (``None`` for a new database)."""
-        if not saved:
-            return cls(table, **kw)
-        a = cls(table, omega_policy=saved.get("policy", "all"), state=saved, **kw)
-        if a.policy == "hosts":
-            for name in saved.get("hosts", []):
-                hid = (host_ids or {}).get(name)
-                if hid is not None:
-                    a.set_host_target(hid, True)
-            a.n_target = int(a.member_mask().sum())
+    def from_settings(cls, table: VertexTable, settings: LinkRankSettings, state: Mapping[str, Any] | None = None,
+                      host_ids: Mapping[str, int] | None = None) -> Aopic:
+        """The crawl's books: parameters and ω's target set
+        (``LINKRANK_OMEGA_POLICY``, ``LINKRANK_OMEGA_HOSTS``) from
+        ``settings``, globals from ``state`` (the ``aopic`` entry of the
+        page database's metadata; None for a new database). ``host_ids``
+        (host name -> id) places the target hosts."""
+        a = cls(table, omega_policy=settings.OMEGA_POLICY, state=state, **cls.parameters(settings))
+        a._target_hosts(settings.OMEGA_HOSTS, host_ids)
         return a
 
-    def state_dict(self):
+    @classmethod
+    def from_saved(cls, table: VertexTable, saved: Mapping[str, Any] | None, host_ids: Mapping[str, int] | None = None,
+                   settings: LinkRankSettings | None = None, **params: Any) -> Aopic:
+        """Books as of a commit, with the target set they were kept for.
+
+        ``saved`` is the ``aopic`` entry of the page database's metadata
+        (``None`` for a new database). The parameters come from
+        ``settings``, else from ``params``; a reader of the books that
+        gives neither moves no cash along links: its damping is unknown
+        (nan) and its importance is read without a window.
+        """
+        if settings is not None:
+            params = {**cls.parameters(settings), **params}
+        params.setdefault("damping", math.nan)
+        if not saved:
+            return cls(table, **params)
+        a = cls(table, omega_policy=saved.get("policy", "all"), state=saved, **params)
+        a._target_hosts(saved.get("hosts", []), host_ids)
+        return a
+
+    def _target_hosts(self, names: Iterable[str], host_ids: Mapping[str, int] | None) -> None:
+        if self.policy == "hosts":
+            for name in names:
+                hid = (host_ids or {}).get(name)
+                if hid is not None:
+                    self.set_host_target(hid, True)
+            self.n_target = int(self.member_mask().sum())
+
+    def state_dict(self) -> dict[str, Any]:
         """Globals to persist with each commit (JSON-serialisable)."""
         return {
             "omega": self.omega,
@@ -134,7 +190,7 @@ class Aopic:
         }
 
     # -- target set of ω ---------------------------------------------------------
-    def set_host_target(self, host_id, member):
+    def set_host_target(self, host_id: int, member: bool) -> None:
         """Mark a host in or out of the "hosts" target set (before its pages join)."""
         if host_id >= len(self.host_target):
             grown = np.zeros(max(2 * len(self.host_target), host_id + 1), bool)
@@ -142,7 +198,7 @@ class Aopic:
             self.host_target = grown
         self.host_target[host_id] = member
 
-    def _member(self, i):
+    def _member(self, i: int) -> bool:
         t = self.table
         p = self.policy
         if p == "all":
@@ -155,7 +211,7 @@ class Aopic:
         fetched = t.n_crawls[i] > 0
         return fetched if p == "fetched" else not fetched
 
-    def member_mask(self, idx=None):
+    def member_mask(self, idx: Any = None) -> np.ndarray:
         """Boolean mask of target-set membership for ``idx`` (default: all pages)."""
         t = self.table
         if idx is None:
@@ -173,7 +229,7 @@ class Aopic:
         fetched = t.n_crawls[idx] > 0
         return ok & (fetched if p == "fetched" else ~fetched)
 
-    def join_new(self, start, k):
+    def join_new(self, start: int, k: int) -> None:
         """Pages ``start .. start+k-1`` were appended to the table after this
         object was built (cash 0)."""
         if k:
@@ -181,7 +237,7 @@ class Aopic:
             self.table.stamp[sl] = self.A
             self.n_target += int(self.member_mask(sl).sum())
 
-    def leave(self, i):
+    def leave(self, i: int) -> None:
         """Settle page ``i`` before a change that may move it out of the
         target set (a read, an error); pair with :meth:`join` afterwards."""
         if self._member(i):
@@ -190,7 +246,7 @@ class Aopic:
             t.stamp[i] = self.A
             self.n_target -= 1
 
-    def join(self, i):
+    def join(self, i: int) -> None:
         """Counterpart of :meth:`leave` after the page's state changed.
 
         A read of ω that fell due during a page read happens here, once the
@@ -203,20 +259,20 @@ class Aopic:
             self._omega_due = False
             self.read_omega()
 
-    def owed(self, idx=None):
+    def owed(self, idx: Any = None) -> np.ndarray:
         """Cash owed to pages through the accumulator (0 outside the target set)."""
         t = self.table
         if idx is None:
             idx = slice(0, t.n)
         return np.where(self.member_mask(idx), self.A - t.stamp[idx], 0.0)
 
-    def effective_cash(self, idx=None):
+    def effective_cash(self, idx: Any = None) -> np.ndarray:
         t = self.table
         if idx is None:
             idx = slice(0, t.n)
         return t.cash[idx] + self.owed(idx)
 
-    def settle_all(self):
+    def settle_all(self) -> None:
         """Move all owed cash into the pages' cash (before a policy change)."""
         t = self.table
         n = t.n
@@ -224,7 +280,7 @@ class Aopic:
         t.stamp[:n] = self.A
 
     # -- cash flows --------------------------------------------------------------
-    def fund(self, idx, weights=None):
+    def fund(self, idx: Any, weights: Any = None) -> None:
         """Move ω's cash to the pages ``idx`` (seeds): equal shares, or in
         proportion to ``weights``."""
         idx = np.asarray(idx, np.int64)
@@ -240,7 +296,8 @@ class Aopic:
             self.table.cash[idx] += self.omega * (w / total)
         self.omega = 0.0
 
-    def read(self, i, children, n_dropped=0, now=0.0, same_host=None, dropped_same_host=0):
+    def read(self, i: int, children: np.ndarray, n_dropped: int = 0, now: float = 0.0,
+             same_host: np.ndarray | None = None, dropped_same_host: int = 0) -> None:
         """Read page ``i`` (call :meth:`leave` first, :meth:`join` after).
 
         Parameters
@@ -285,7 +342,7 @@ class Aopic:
         if self.reads % self.omega_read_every == 0:
             self._omega_due = True  # read by join(i)
 
-    def _history(self, i, c, now):
+    def _history(self, i: int, c: float, now: float) -> None:
         t = self.table
         h_old = float(t.history[i])
         last = float(t.last_read[i])
@@ -301,7 +358,7 @@ class Aopic:
         t.last_read[i] = now
         self.G += h - h_old
 
-    def read_omega(self):
+    def read_omega(self) -> None:
         """Spread ω's cash over the target set (O(1))."""
         if self.n_target > 0 and self.omega != 0.0:
             self.A += self.omega / self.n_target
@@ -309,7 +366,7 @@ class Aopic:
             self.omega_reads += 1
 
     # -- estimates ---------------------------------------------------------------
-    def importance(self, idx=None):
+    def importance(self, idx: Any = None) -> np.ndarray:
         """``(H + C) / (G + sum C)`` over real pages (ω excluded)."""
         t = self.table
         if idx is None:
@@ -320,15 +377,15 @@ class Aopic:
         return (t.history[idx] + self.effective_cash(idx)) / denom
 
     @property
-    def error_bound(self):
+    def error_bound(self) -> float:
         """Convergence estimate ``1/G`` (inf before any read)."""
         return 1.0 / self.G if self.G > 0 else math.inf
 
-    def total_cash(self):
+    def total_cash(self) -> float:
         """``sum C + sum owed + C_omega`` computed exactly-rounded (math.fsum)."""
         n = self.table.n
         return math.fsum(self.table.cash[:n]) + math.fsum(self.owed()) + self.omega
 
-    def residual(self):
+    def residual(self) -> float:
         """Deviation of the cash books from 1 (0 up to rounding)."""
         return self.total_cash() - 1.0

@@ -16,10 +16,14 @@ names ``pagerank``, ``authority`` and ``hub``, each with an info record
 (version, time, pages covered, iterations, what stopped the iteration).
 """
 
+from __future__ import annotations
+
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,27 +31,58 @@ from .hits import hits
 from .links import database_links, snapshot_pages
 from .pagerank import pagerank
 
+if TYPE_CHECKING:
+    import lmdb
+
+    from ..settings import LinkRankSettings
+    from ..storage.pagedb import PageDB
+
 logger = logging.getLogger(__name__)
 
 ALGORITHMS = ("pagerank", "hits")
+"""Rankings :func:`rank_snapshot` computes (``"hits"`` gives authority and hub)."""
+EDGE_MODES = ("auto", "memory", "stream")
+"""How :func:`~.links.database_links` reads the links (``RankConfig.edges``)."""
 
 
 @dataclass
 class RankConfig:
-    """What to compute and how (the ``LINKRANK_RANK_*`` settings)."""
+    """What to compute and how: the ``LINKRANK_RANK_*`` settings (and
+    ``LINKRANK_DAMPING``), built with :meth:`from_settings`.
 
-    algorithms: tuple = ALGORITHMS
-    personalized: bool = False
-    inter_host: bool = False
-    edges: str = "auto"  # "auto", "memory" or "stream"
-    memory_limit: int = 2 * 1024**3
-    damping: float = 0.85
-    tol: float = 1e-8
-    max_iter: int = 200
+    Attributes
+    ----------
+    algorithms : tuple of str
+        Some of :data:`ALGORITHMS`.
+    personalized : bool
+        Teleport (and flow authority back) by the pages' content scores.
+    inter_host : bool
+        Only links between different hosts.
+    edges : {"auto", "memory", "stream"}
+        How the links are read (:data:`EDGE_MODES`).
+    memory_limit : int
+        ``edges="auto"`` loads links taking up to this many bytes.
+    damping : float
+        PageRank damping.
+    tol : float
+        Stop when the L1 change of an iteration is below this.
+    max_iter : int
+        At most this many iterations.
+    """
+
+    algorithms: tuple[str, ...]
+    personalized: bool
+    inter_host: bool
+    edges: str
+    memory_limit: int
+    damping: float
+    tol: float
+    max_iter: int
 
     @classmethod
-    def from_settings(cls, s, algorithms=None):
-        """From :class:`~frontera_linkrank.settings.LinkRankSettings`."""
+    def from_settings(cls, s: LinkRankSettings, algorithms: Sequence[str] | None = None) -> RankConfig:
+        """From :class:`~frontera_linkrank.settings.LinkRankSettings`;
+        ``algorithms`` replaces ``LINKRANK_RANK_ALGORITHMS``."""
         return cls(
             algorithms=tuple(algorithms or s.RANK_ALGORITHMS),
             personalized=s.RANK_PERSONALIZED,
@@ -67,11 +102,11 @@ class Ranking:
     version: int
     time: float
     n_pages: int
-    vectors: dict  # name -> float64 array of length n_pages
-    info: dict = field(default_factory=dict)  # name -> details (JSON-serialisable)
+    vectors: dict[str, np.ndarray]  # name -> float64 array of length n_pages
+    info: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> details (JSON-serialisable)
 
 
-def content_scores(db, n):
+def content_scores(db: PageDB, n: int) -> np.ndarray:
     """Copy of the spider's content scores of the first ``n`` pages (nan: none)."""
     return db.vertices.score[:n].astype(np.float64)
 
@@ -80,7 +115,9 @@ class Cancelled(Exception):
     """A ranking was cancelled (the crawl is stopping)."""
 
 
-def rank_snapshot(db, config=None, txn=None, version=None, previous=None, scores=None, callback=None):
+def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None = None, version: int | None = None,
+                  previous: Ranking | None = None, scores: np.ndarray | None = None,
+                  callback: Callable[[int, float], None] | None = None) -> Ranking:
     """Compute the rankings of ``config`` on one snapshot of ``db``.
 
     Parameters
@@ -102,7 +139,6 @@ def rank_snapshot(db, config=None, txn=None, version=None, previous=None, scores
     -------
     Ranking
     """
-    config = config or RankConfig()
     if txn is None:
         with db.snapshot() as own:
             return rank_snapshot(db, config, own, version, previous, scores, callback)
@@ -125,6 +161,7 @@ def rank_snapshot(db, config=None, txn=None, version=None, previous=None, scores
     if "pagerank" in config.algorithms:
         teleport = None
         if config.personalized:
+            assert scores is not None  # read above
             teleport = np.where(np.isfinite(scores) & (scores > 0), scores, 0.0)
             if not teleport.sum() > 0:
                 logger.warning("personalised PageRank: no page has a positive content score yet; uniform teleport")
@@ -149,7 +186,7 @@ def rank_snapshot(db, config=None, txn=None, version=None, previous=None, scores
     return Ranking(version, started, n, vectors, info)
 
 
-def stored_version(db, txn=None):
+def stored_version(db: PageDB, txn: lmdb.Transaction | None = None) -> int:
     """Version of the last stored ranking (0 if none)."""
     best = 0
     for name in ("pagerank", "authority"):
@@ -159,22 +196,23 @@ def stored_version(db, txn=None):
     return best
 
 
-def store(db, ranking):
+def store(db: PageDB, ranking: Ranking) -> None:
     """Write a ranking's vectors into ``db`` (writer), one transaction."""
     for name, values in ranking.vectors.items():
         db.write_scores({name: values}, ranking.info.get(name, {}))
 
 
-def load_stored(db):
+def load_stored(db: PageDB) -> Ranking | None:
     """The rankings stored in ``db`` as one :class:`Ranking` (vectors may
     cover different numbers of pages), or None."""
-    vectors, info = {}, {}
+    vectors: dict[str, np.ndarray] = {}
+    info: dict[str, dict[str, Any]] = {}
     with db.snapshot() as txn:
         for name in ("pagerank", "authority", "hub"):
             values, meta = db.read_scores(name, txn)
             if values is not None:
                 vectors[name] = values
-                info[name] = meta
+                info[name] = meta or {}
     if not vectors:
         return None
     version = max(int(m.get("version", 0)) for m in info.values())
@@ -190,34 +228,34 @@ class BackgroundRanker:
     ``poll`` as None; the crawl goes on with the previous scores.
     """
 
-    def __init__(self, db, config):
+    def __init__(self, db: PageDB, config: RankConfig) -> None:
         self.db = db
         self.config = config
-        self._thread = None
-        self._result = None
-        self._error = None
+        self._thread: threading.Thread | None = None
+        self._result: Ranking | None = None
+        self._error: Exception | None = None
         self._cancel = threading.Event()
-        self.started_at = None
+        self.started_at: float | None = None
         # Closing the database stops a running ranking (its snapshot would
         # outlive the environment otherwise); close waits for it to end.
         db.on_close(self._cancel.set)
 
     @property
-    def running(self):
+    def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self, version, previous=None, scores=None):
+    def start(self, version: int, previous: Ranking | None = None, scores: np.ndarray | None = None) -> bool:
         if self.running:
             return False
         self._result = self._error = None
         self._cancel.clear()
         self.started_at = time.time()
 
-        def check(_iteration, _delta):
+        def check(_iteration: int, _delta: float) -> None:
             if self._cancel.is_set():
                 raise Cancelled()
 
-        def run():
+        def run() -> None:
             try:
                 with self.db.reader() as txn:
                     self._result = rank_snapshot(self.db, self.config, txn, version, previous, scores, check)
@@ -227,11 +265,11 @@ class BackgroundRanker:
                 logger.exception("ranking failed")
                 self._error = e
 
-        self._thread = threading.Thread(target=run, name="linkrank-ranker", daemon=True)
-        self._thread.start()
+        thread = self._thread = threading.Thread(target=run, name="linkrank-ranker", daemon=True)
+        thread.start()
         return True
 
-    def poll(self):
+    def poll(self) -> Ranking | None:
         """The finished ranking (once), or None if none is ready."""
         if self._thread is None or self._thread.is_alive():
             return None
@@ -239,11 +277,11 @@ class BackgroundRanker:
         result, self._result = self._result, None
         return result
 
-    def join(self, timeout=None):
+    def join(self, timeout: float | None = None) -> None:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def cancel(self):
+    def cancel(self) -> None:
         """Stop a running ranking at its next iteration and wait for it."""
         self._cancel.set()
         self.join()
@@ -258,18 +296,18 @@ class RankScores:
     covered and ``fill`` (default 0) for newer pages, never nan.
     """
 
-    def __init__(self, ranking=None):
+    def __init__(self, ranking: Ranking | None = None) -> None:
         self.ranking = ranking
 
     @property
-    def n(self):
+    def n(self) -> int:
         return 0 if self.ranking is None else self.ranking.n_pages
 
     @property
-    def version(self):
+    def version(self) -> int:
         return 0 if self.ranking is None else self.ranking.version
 
-    def values(self, name, idx, fill=0.0):
+    def values(self, name: str, idx: Any, fill: float = 0.0) -> np.ndarray:
         idx = np.asarray(idx, np.int64)
         out = np.full(len(idx), float(fill))
         if self.ranking is None:
