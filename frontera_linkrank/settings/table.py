@@ -1,0 +1,207 @@
+"""The table of every ``LINKRANK_*`` setting: the one place they are defined.
+
+Each :class:`~.kinds.Setting` row gives the name, the kind of value (which
+checks it), the default, a one-line doc and, where useful, a longer
+explanation. :mod:`frontera_linkrank.default_settings`, the validation of
+:class:`~frontera_linkrank.settings.LinkRankSettings` and the generated
+settings document (``docs/settings.md``) are all read from here.
+
+Choices are taken from the modules that implement them (the policy
+registry, the AOPIC books, the ranker, the refresh scheduler), so a new
+policy is a valid ``LINKRANK_POLICY`` as soon as it is registered.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..recrawl.scheduler import POLICIES as RECRAWL_POLICIES
+from ..scheduling.policies import POLICIES as POLICY_REGISTRY
+from ..scoring.aopic import HISTORY_TIMES, OMEGA_POLICIES
+from ..scoring.ranker import ALGORITHMS as RANK_ALGORITHMS
+from ..scoring.ranker import EDGE_MODES
+from .kinds import AlgorithmList, Bool, Choice, Float, HostList, Int, OptionalPath, Path, Setting, Window
+
+# Importance estimates the recrawler can weigh refreshes by (recrawl.recrawler).
+RECRAWL_IMPORTANCES = ("aopic", "pagerank")
+
+
+class Section(NamedTuple):
+    """A group of settings (a heading of the settings document)."""
+
+    title: str
+    settings: tuple[Setting, ...]
+
+
+S = Setting
+
+STORAGE = Section("Storage", (
+    S("LINKRANK_PATH", Path(), "linkrank_db", "Directory of the LMDB page database; created on first use."),
+    S("LINKRANK_SYNC", Bool(), True, "fsync on every commit (LMDB `sync`/`metasync`).",
+      "With True a committed batch survives a power failure; with False it survives a crash of the process "
+      "(LMDB stays consistent) but the last commits may be lost if the machine itself goes down."),
+    S("LINKRANK_MAP_SIZE", Int(lo=1 << 20, in_bytes=True), 256 * 1024**2,
+      "Initial size of the LMDB memory map in bytes.",
+      "The map doubles by itself when a commit needs more room; this only sets where it starts."),
+    S("LINKRANK_COMMIT_PAGES", Int(lo=1), 2000,
+      "Commit the current batch after this many crawled pages, even if the crawler has not asked for requests.",
+      "Bounds the work lost on a crash."),
+    S("LINKRANK_COMMIT_INTERVAL", Float(lo=0), 5.0,
+      "Commit the current batch this many seconds after the last commit (0: not by time)."),
+    S("LINKRANK_CHECKPOINT_BYTES", Int(lo=1 << 16, in_bytes=True), 64 * 1024**2,
+      "Fold the log of page-record changes into the checkpoint past this many bytes.",
+      "Page records are persisted as a log of per-batch changes plus a checkpoint of the whole table; the log "
+      "is folded into the checkpoint when it grows past this many bytes (or the size of the table, whichever "
+      "is larger)."),
+))  # fmt: skip
+
+URLS = Section("URLs and links", (
+    S("LINKRANK_MAX_URL_LENGTH", Int(lo=0), 2083,
+      "URLs longer than this are rejected, counted and logged (0: no limit).",
+      "Matches Scrapy's `URLLENGTH_LIMIT`, so the frontier never stores a page Scrapy refuses to fetch."),
+    S("LINKRANK_MAX_LINKS_PER_PAGE", Int(lo=0), 0,
+      "Keep at most this many distinct out-links per page; the shares of the rest go to the virtual page "
+      "(0: all)."),
+    S("LINKRANK_LOG_REJECTED", Int(lo=0), 20,
+      "Log at most this many rejected URLs per reason at WARNING level; the rest at DEBUG.",
+      "All of them are counted in the stats."),
+))  # fmt: skip
+
+AOPIC = Section("AOPIC", (
+    S("LINKRANK_DAMPING", Float(lo=0, hi=1, open_hi=True, why="cash must leak to the virtual page"), 0.85,
+      "Fraction of a page's cash passed on to its out-links; the rest goes to the virtual page.",
+      "The on-line estimate converges to PageRank with this damping."),
+    S("LINKRANK_OMEGA_POLICY", Choice(OMEGA_POLICIES), "all", "Where the virtual page's cash goes when it is read.",
+      "`all`: every known page (the fixed point is plain PageRank); `unfetched`: pages not crawled yet "
+      "(broadens the crawl); `fetched`: crawled pages (favours recrawl); `hosts`: pages of the hosts in "
+      "`LINKRANK_OMEGA_HOSTS` (focused crawl)."),
+    S("LINKRANK_OMEGA_HOSTS", HostList(), (), "Hosts for `LINKRANK_OMEGA_POLICY = \"hosts\"`."),
+    S("LINKRANK_OMEGA_READ_EVERY", Int(lo=1), 1, "Read the virtual page once every this many page reads.",
+      "Reading it costs O(1) (a global accumulator), so 1 is fine."),
+    S("LINKRANK_HISTORY_WINDOW", Window(), None,
+      "History window T of Adaptive OPIC, in units of `LINKRANK_HISTORY_TIME` (None: infinite).",
+      "None, 0 or inf mean an infinite window: plain OPIC, history += cash."),
+    S("LINKRANK_HISTORY_TIME", Choice(HISTORY_TIMES), "wall", "Clock of the history window.",
+      "`wall`: seconds; `cash`: total cash read so far, which makes simulations reproducible."),
+    S("LINKRANK_INTERNAL_WEIGHT", Float(lo=0), 1.0, "Relative weight of links to the same host.",
+      "Weights are renormalised so each page's shares still sum to its cash."),
+    S("LINKRANK_EXTERNAL_WEIGHT", Float(lo=0), 1.0, "Relative weight of links to other hosts.",
+      "Weights are renormalised so each page's shares still sum to its cash."),
+))  # fmt: skip
+
+SCHEDULING = Section("Scheduling", (
+    S("LINKRANK_POLICY", Choice(tuple(POLICY_REGISTRY)), "hybrid", "Order in which unfetched pages are handed out.",
+      "`opic`: largest AOPIC cash first (greedy OPIC; no ranking runs); `fifo`: discovery order (breadth-first "
+      "from the seeds); `score`: largest content score first (the score the spider gave the link, else the "
+      "best content score of the crawled pages linking to it); `pagerank`: largest PageRank of the last "
+      "periodic ranking (pages found since then: discovery order, after the ranked ones); `hits`: largest "
+      "HITS authority of the last periodic ranking (idem); `hybrid`: AOPIC cash plus "
+      "`LINKRANK_HYBRID_WEIGHT` times the PageRank of the last ranking (pages found since: their cash alone). "
+      "Hybrid collects the most PageRank in simulated crawls of uk-2007 and the UKWA host graph."),
+    S("LINKRANK_MAX_REQUESTS_PER_HOST", Int(lo=0), 0,
+      "At most this many requests for one host in one batch (0: no cap)."),
+    S("LINKRANK_MAX_PAGES_PER_HOST", Int(lo=0), 0, "Budget of pages per host, a trap defence (0: no budget).",
+      "Once a host has this many known pages, further links to new pages of it are dropped (their cash goes "
+      "to the virtual page)."),
+    S("LINKRANK_LEASE_TIMEOUT", Float(lo=0, open_lo=True), 3600.0,
+      "A request neither crawled nor failed after this many seconds is offered again.",
+      "Leases of a previous process are always offered again when the database is reopened."),
+    S("LINKRANK_MAX_RETRIES", Int(lo=0), 2, "Retry a failed fetch this many times, then record the page as an error."),
+    S("LINKRANK_RETRY_DELAY", Float(lo=0), 60.0, "Seconds before a failed fetch is retried."),
+))  # fmt: skip
+
+SCRAPY = Section("Scrapy scheduler", (
+    S("LINKRANK_SEEDS_FILE", OptionalPath(), None,
+      "A file of seed URLs, one per line (None: the spider's start() only).",
+      "Blank lines and lines starting with `#` are skipped. Read at every start; seeds crawled by an earlier "
+      "run on the same database are skipped, so a second run resumes instead of restarting."),
+    S("LINKRANK_MAX_PAGES", Int(lo=0), 0,
+      "Page budget: stop once the database has recorded this many fetched pages (0: no budget).",
+      "Counts every response (redirect hops included, earlier runs on the same database included); the spider "
+      "is closed (reason `linkrank_page_budget`) when the requests in flight are back. Without a budget the "
+      "crawl ends when the frontier is empty."),
+    S("LINKRANK_BATCH_SIZE", Int(lo=0), 0, "Requests asked of the frontier at a time (0: `CONCURRENT_REQUESTS`).",
+      "Each ask commits one write transaction and applies the pages crawled since the last one."),
+    S("LINKRANK_OVERUSED_SLOT_FACTOR", Float(lo=0, open_lo=True), 2.0,
+      "A host with this many times its concurrency in requests not finished is skipped (politeness).",
+      "The concurrency is `CONCURRENT_REQUESTS_PER_DOMAIN` (or the downloader slot's own); the frontier then "
+      "hands out pages of other hosts, so one slow host does not fill the downloader. With the Scrapy "
+      "scheduler, `LINKRANK_MAX_REQUESTS_PER_HOST = 0` means the same number per host per batch."),
+    S("LINKRANK_LOG_INTERVAL", Float(lo=0), 30.0,
+      "Seconds between progress lines in the log and updates of the `linkrank/*` stats (0: only at the end)."),
+))  # fmt: skip
+
+RANKING = Section("Periodic ranking (PageRank, HITS)", (
+    S("LINKRANK_RANK_ALGORITHMS", AlgorithmList(RANK_ALGORITHMS), None,
+      "Rankings recomputed periodically during a crawl (None: what `LINKRANK_POLICY` needs).",
+      "`pagerank` for the pagerank and hybrid policies, `hits` for hits, nothing for the others (and "
+      "`pagerank` when recrawl weighs pages by PageRank). Rankings are stored in the page database "
+      "(`page_db_dump` shows them)."),
+    S("LINKRANK_RANK_EVERY_PAGES", Int(lo=0), 1000,
+      "Rank again once at least this many pages were crawled since the last ranking (0: not by count).",
+      "And once the crawl has grown by `LINKRANK_RANK_GROWTH`. Geometric growth keeps the total cost of the "
+      "rankings near that of one on the final graph, and early rankings frequent: every 1,000 pages up to "
+      "10,000 pages crawled, then every 10% (100,000 pages at a million)."),
+    S("LINKRANK_RANK_GROWTH", Float(lo=0), 0.1,
+      "Rank again only once the crawl has also grown by this share of the pages crawled so far."),
+    S("LINKRANK_RANK_INTERVAL", Float(lo=0), 600.0,
+      "Rank again after this many seconds, if the page count has not triggered it first (0: not by time)."),
+    S("LINKRANK_RANK_BACKGROUND", Bool(), True,
+      "Rank in a background thread with its own LMDB snapshot while the crawl goes on.",
+      "False: inline in the crawl's thread (the crawl waits, but runs are reproducible; simulations use it)."),
+    S("LINKRANK_RANK_PERSONALIZED", Bool(), False,
+      "Teleport (PageRank) and flow back authority (HITS) in proportion to the pages' content scores."),
+    S("LINKRANK_RANK_INTER_HOST", Bool(), False,
+      "Rank on links between different hosts only (same-host links are mostly navigation)."),
+    S("LINKRANK_RANK_EDGES", Choice(EDGE_MODES), "auto", "How a ranking reads the links.",
+      "`memory`: loaded once per ranking into a CSR matrix (~12 bytes per link); `stream`: read from the LMDB "
+      "blocks on every iteration (a few bytes per page); `auto`: memory while they fit "
+      "`LINKRANK_RANK_MEMORY_LIMIT`."),
+    S("LINKRANK_RANK_MEMORY_LIMIT", Int(lo=0, in_bytes=True), 2 * 1024**3,
+      "`LINKRANK_RANK_EDGES = \"auto\"` loads the links when they take at most this many bytes."),
+    S("LINKRANK_RANK_TOLERANCE", Float(lo=0, open_lo=True), 1e-8,
+      "Stop an iteration when the L1 change of the scores (which sum to 1) is below this.",
+      "The stored info of a ranking says what stopped it."),
+    S("LINKRANK_RANK_MAX_ITERATIONS", Int(lo=1), 200, "Stop an iteration after this many steps at most."),
+    S("LINKRANK_HYBRID_WEIGHT", Float(lo=0), 64.0, "Policy `hybrid`: weight of the last PageRank against AOPIC cash.",
+      "Both sum to at most 1 over the pages, so the weight does not depend on the crawl's size. At 64 the "
+      "ranking orders the pages it knows, cash orders the pages found since, and a new page with much cash "
+      "can overtake weakly ranked ones. Measured on uk-2007: 16 and 256 collect less PageRank at 10-20%."),
+))  # fmt: skip
+
+RECRAWL = Section("Recrawl (refreshing crawled pages)", (
+    S("LINKRANK_RECRAWL", Bool(), False, "Fetch crawled pages again when they are due (off: every page once).",
+      "The crawl then never runs out of work: end it with a page budget or Scrapy's `CLOSESPIDER_*` settings."),
+    S("LINKRANK_RECRAWL_POLICY", Choice(RECRAWL_POLICIES), "value", "When a crawled page is due again.",
+      "`value`: when the value of refreshing it (importance / change rate) reaches a threshold set from the "
+      "bandwidth: important, often changing pages first; `uniform`: every page equally often; `change_rate`: "
+      "each page in proportion to its estimated change rate."),
+    S("LINKRANK_RECRAWL_SHARE", Float(lo=0, hi=1), 0.5,
+      "Share of each batch given to due refreshes when there are new pages too.",
+      "Places one kind cannot fill go to the other."),
+    S("LINKRANK_RECRAWL_IMPORTANCE", Choice(RECRAWL_IMPORTANCES), "pagerank", "Importance the `value` policy uses.",
+      "`pagerank`: the last periodic ranking, which recrawl then turns on (AOPIC for pages it does not cover "
+      "yet); `aopic`: the on-line estimate alone (cheaper, but after a few reads per page too rough to beat "
+      "a uniform refresh)."),
+    S("LINKRANK_RECRAWL_PRIOR_RATE", Float(lo=0, open_lo=True), 1 / 86400,
+      "Prior change rate (changes per second) of a page with few visits: one change a day.", shown="1 / 86400"),
+    S("LINKRANK_RECRAWL_PRIOR_VISITS", Float(lo=0), 1.0, "Weight of the prior change rate, in visits."),
+    S("LINKRANK_RECRAWL_MIN_INTERVAL", Float(lo=0), 3600.0,
+      "Never fetch a page again sooner than this many seconds after its last fetch."),
+    S("LINKRANK_RECRAWL_HISTORY", Int(lo=2), 32, "Visits kept per page for the change-rate estimate."),
+    S("LINKRANK_RECRAWL_CONDITIONAL", Bool(), True,
+      "Ask with If-None-Match / If-Modified-Since (the page's stored ETag and Last-Modified).",
+      "A 304 answer is a visit without change."),
+    S("LINKRANK_RECRAWL_CALIBRATE_PAGES", Int(lo=1), 1000,
+      "Re-derive the refresh schedule from the measured fetch rate after this many fetched pages.",
+      "Or 10% of the crawled pages if that is more (each is a vectorised pass over all crawled pages)."),
+))  # fmt: skip
+
+SECTIONS: tuple[Section, ...] = (STORAGE, URLS, AOPIC, SCHEDULING, SCRAPY, RANKING, RECRAWL)
+"""The settings by topic, in the order the docs list them."""
+
+TABLE: dict[str, Setting] = {s.name: s for section in SECTIONS for s in section.settings}
+"""Every setting by full name."""
+
+POLICY_RANKINGS: dict[str, tuple[str, ...]] = {p.name: p.rankings for p in POLICY_REGISTRY.values() if p.rankings}
+"""Rankings each crawl policy needs recomputed (from the policy registry)."""
