@@ -1,6 +1,6 @@
-"""Crawl-ordering quality on the shared real graphs: the README's reports.
+"""Crawl-ordering quality on the real graphs shipped with the package (docs/simulation.md).
 
-Runs ``frontera-linkrank simulate`` (ALGORITHMS.md §6: true PageRank
+Runs ``frontera-linkrank simulate`` (docs/algorithms.md §6: true PageRank
 collected, top-1% recall, area against the omniscient crawl, estimate
 quality) on
 
@@ -9,7 +9,7 @@ quality) on
 - the UK Web Archive 1996 host graph (58,842 hosts, one page per host),
 
 with the backend's policies beside every baseline, 3 draws of 10 random
-seeds, 20% of the pages, and writes the curves next to the README
+seeds, 20% of the pages, and writes the curves into ``docs/``
 (``docs/simulate_<graph>.png``, if matplotlib is installed).
 
     python benchmarks/crawl_quality.py [--draws 3] [--policies opic hybrid pagerank hits]
@@ -22,11 +22,8 @@ import sys
 from frontera_linkrank.simulation.cli import main as simulate
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "data"))
-GRAPHS = {
-    "uk2007": os.path.join(DATA, "uk-2007-05-100000", "uk-2007-05@100000.csr.npz"),
-    "ukwa": os.path.join(DATA, "ukwa-1996-hosts", "1996-uk-web-hosts.tsv.gz"),
-}
+# Names of graphs shipped in frontera_linkrank/data (simulate loads them).
+GRAPHS = ("uk2007", "ukwa")
 
 
 def main(argv=None):
@@ -41,10 +38,7 @@ def main(argv=None):
     except ImportError:
         args.plots = ""
     for name in args.graphs:
-        path = GRAPHS[name]
-        if not os.path.exists(path):
-            sys.exit(f"graph not found: {path} (needs ../shared/data)")
-        cmd = [os.path.relpath(path), "--draws", str(args.draws)]
+        cmd = [name, "--draws", str(args.draws)]
         for p in args.policies:
             cmd += ["--policy", p]
         if args.plots:

@@ -1,4 +1,4 @@
-"""Importance-weighted freshness of a recrawl on a changing web (issue 7).
+"""Importance-weighted freshness of a recrawl on a changing web (docs/measurements.md).
 
 The Hollins graph served by the test web (in-process, on a simulated
 clock: one fetch per second), every page changing as a Poisson process at

@@ -1,4 +1,4 @@
-"""The seed-extraction paper's experiment (ALGORITHMS.md §4, seeds/001_* §3.5).
+"""The seed-extraction paper's experiment (docs/algorithms.md §4; the paper's §3.5).
 
 For each graph: extract 10 seeds (same-host links pruned, HITS 60
 iterations, complete bipartite cores, one seed per core), crawl
@@ -11,7 +11,7 @@ links removed at random, crawled on the full graph.
 
 Graphs: ``uk-2007-05@100000`` (hosts inferred from the URL order) and the
 UKWA 1996 host graph (one node per host: pruning drops nothing but
-self-links), both from ``../shared/data``.
+self-links), both shipped with the package (``frontera_linkrank/data``).
 
 Prints Markdown tables and writes one PNG per graph (needs matplotlib:
 ``pip install -e '.[plot]'``). Everything is seeded: the same command

@@ -1,6 +1,6 @@
 """Speed of ``frontera-linkrank simulate`` on a 325,000-page graph.
 
-No real graph of that size is in ../shared/data, so the graph is generated
+No real graph of that size is shipped with the package, so the graph is generated
 (:func:`frontera_linkrank.simulation.graphs.power_law_host_graph`: 3,250
 hosts of Pareto sizes, power-law in- and out-degrees, ~77% of the links
 inside their host; seed 0). The whole command runs once, in process, for

@@ -1,7 +1,7 @@
 # Broad crawl, most important pages first.
 #
 # Every crawled page passes its AOPIC cash to the pages it links to
-# (ALGORITHMS.md section 1), and PageRank of the known graph is recomputed
+# (docs/algorithms.md section 1), and PageRank of the known graph is recomputed
 # in the background as the crawl grows (every 1,000 pages up to 10,000,
 # then every 10%); the frontier fetches the page with the most cash plus
 # 64 x its last PageRank first ("hybrid", the default: the best collector

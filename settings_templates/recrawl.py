@@ -1,5 +1,5 @@
 # A long-running crawl that keeps its copies fresh: crawled pages are fetched
-# again when refreshing them is worth most (ALGORITHMS.md section 5).
+# again when refreshing them is worth most (docs/algorithms.md section 5).
 #
 # Each batch of requests gives LINKRANK_RECRAWL_SHARE of its places to due
 # refreshes and the rest to new pages. A page is due when the value of a

@@ -1,1 +1,1 @@
-"""Recrawl: change detection, change-rate estimates, refresh order (ALGORITHMS.md §5)."""
+"""Recrawl: change detection, change-rate estimates, refresh order (docs/algorithms.md §5)."""

@@ -1,4 +1,4 @@
-"""Which crawled page to refresh next (ALGORITHMS.md §5).
+"""Which crawled page to refresh next (docs/algorithms.md §5).
 
 The value of refreshing page ``i`` now, ``τ`` after its last fetch, with
 importance ``w`` and change rate ``λ``, is

@@ -1,4 +1,4 @@
-"""When to fetch a crawled page again (ALGORITHMS.md §5).
+"""When to fetch a crawled page again (docs/algorithms.md §5).
 
 :class:`Refresher` keeps every crawled page in a :class:`~.refresh.RefreshIndex`
 by *due time* and hands out the most overdue ones. The due time depends on

@@ -1,6 +1,6 @@
 """Adaptive On-line Page Importance Computation (AOPIC), updated inline.
 
-Implements ``ALGORITHMS.md`` §1 over the page arrays of a
+Implements docs/algorithms.md §1 over the page arrays of a
 :class:`~frontera_linkrank.storage.vertices.VertexTable`. Each page has cash
 ``C``, history ``H`` and the time of its last read; a virtual page ω holds
 the rest of the cash, so that at every commit::

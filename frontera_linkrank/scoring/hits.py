@@ -1,12 +1,13 @@
-"""HITS hubs and authorities, plain and topic-modulated (ALGORITHMS.md §3).
+"""HITS hubs and authorities, plain and topic-modulated (docs/algorithms.md §3).
 
     a_i <- sum_{j -> i} h_j          h_i <- sum_{i -> j} r_j * a_j
 
 then both vectors are normalised to sum 1 (L1: scores read as shares, like
 PageRank's, and comparable across recomputations). ``r_j`` is the content
 score in [0, 1] (all 1 for plain HITS): an irrelevant page passes no
-authority back to the hubs linking to it (Bharat & Henzinger; the Nutch
-variant in ``../shared/seeds/002_*``). Iteration starts from uniform hubs
+authority back to the hubs linking to it (Bharat & Henzinger, "Improved
+algorithms for topic distillation in a hyperlinked environment", SIGIR
+1998). Iteration starts from uniform hubs
 and stops when the L1 change of hubs plus authorities is below ``tol``, or
 after ``max_iter`` iterations.
 

@@ -1,4 +1,4 @@
-"""PageRank, plain and personalised, by power iteration (ALGORITHMS.md §2).
+"""PageRank, plain and personalised, by power iteration (docs/algorithms.md §2).
 
     x_i <- d * sum_{j -> i} x_j / n_j  +  r_i * (1 - d * sum_{j: n_j > 0} x_j)
 

@@ -1,6 +1,8 @@
 """Seed sets for a new crawl from an old one: HITS bipartite cores.
 
-ALGORITHMS.md §4, after Ramezani et al. (``../shared/seeds/001_*``):
+docs/algorithms.md §4, after Daneshpajouh, Mohammadi Nasiri and Ghodsi,
+"A Fast Community Based Algorithm for Generating Web Crawler Seeds Set"
+(WEBIST 2008):
 
 1. drop links between pages of the same host (mostly navigation);
 2. run HITS on what is left (at most 60 iterations, as in the paper);
@@ -31,7 +33,8 @@ rebuilt) plus a core extraction that reads only the links of the core's
 members (candidates are kept as sorted batches merged through a heap, so
 the Python work is per core member, not per link).
 
-Query-focused HITS (``../shared/seeds/002_*``, Kleinberg's base set):
+Query-focused HITS (Kleinberg's base set, "Authoritative sources in a
+hyperlinked environment", J. ACM 1999):
 :func:`focused_seeds` extracts seeds from the base set of a root set
 (the roots, the pages they link to and some of the pages linking to them;
 see :func:`base_set`).
@@ -487,7 +490,7 @@ def core_distances(adjacency, cores):
 
 
 def base_set(adjacency, roots, max_in=50, max_pages=5000):
-    """Kleinberg's base set of a root set (``../shared/seeds/002_*``).
+    """Kleinberg's base set of a root set (docs/algorithms.md §4).
 
     The roots, every page they link to, and up to ``max_in`` pages linking
     to each root (those with the most out-links first: likely hubs; ties

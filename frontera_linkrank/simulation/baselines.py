@@ -1,4 +1,4 @@
-"""Baseline crawl orders of ALGORITHMS.md §6 as small Frontera backends.
+"""Baseline crawl orders of docs/algorithms.md §6 as small Frontera backends.
 
 Each baseline is a :class:`frontera.core.components.Backend`, driven
 through ``FrontierManager`` exactly like ``LinkRankBackend``, so every
@@ -455,7 +455,7 @@ class BatchPageRankBackend(SimulatedBackend):
 
 class OmniscientBackend(SimulatedBackend):
     """The frontier page with the highest true score first (the reachable
-    upper bound of ALGORITHMS.md §6). ``SIMULATION_ORACLE`` maps a page's
+    upper bound of docs/algorithms.md §6). ``SIMULATION_ORACLE`` maps a page's
     ``meta[b'fingerprint']`` to its true score (pages absent: 0)."""
 
     component_name = "Simulation omniscient"

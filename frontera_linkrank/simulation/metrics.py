@@ -1,4 +1,4 @@
-"""Reference PageRank and crawl-ordering quality (ALGORITHMS.md §6)."""
+"""Reference PageRank and crawl-ordering quality (docs/algorithms.md §6)."""
 
 import math
 

@@ -9,7 +9,8 @@ Options make it less tidy, deterministically from a seed:
 - ``redirect_rate``: that share answers 301 to an alias URL
   (``<url>?moved=1``) which serves the page;
 - ``slow_rate`` / ``slow_delay``: that share answers after a delay;
-- ``change_rates``: pages change over time as Poisson processes (issue 7).
+- ``change_rates``: pages change over time as Poisson processes (for
+  recrawl tests).
 
 Every host serves ``/robots.txt`` (allowing everything but
 ``disallow`` path prefixes). Unknown URLs answer 404.
