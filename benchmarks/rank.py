@@ -8,12 +8,12 @@ the links, and the peak memory of a whole recomputation per page
 (tracemalloc: numpy and scipy arrays).
 
 Graphs: a generated 1M-page / 10M-link database (power-law in- and
-out-degrees, 5,000 hosts) and uk-2007-05@100000 (../shared/data).
+out-degrees, 5,000 hosts) and uk-2007-05@100000 (shipped with the package).
 Databases are built once under benchmarks/out/ and reused.
 
     python benchmarks/rank.py [--pages 1000000 --links 10000000] [--iterations 20]
 
-Targets (issue 4): in memory at most 1.5x scipy's time per iteration;
+Targets: in memory at most 1.5x scipy's time per iteration;
 streamed at most 0.3 s per iteration at 10M links.
 """
 
@@ -151,7 +151,7 @@ def main(argv=None):
 
         graphs.append(("uk-2007-05@100000", os.path.join(args.out, "rank-uk2007"), uk))
     except FileNotFoundError:
-        print("uk-2007-05@100000 not found (../shared/data): skipped", file=sys.stderr)
+        print("uk-2007-05@100000 not found (frontera_linkrank/data): skipped", file=sys.stderr)
     print("| graph | links | edges | load s | PageRank s/iter | scipy s/iter | ratio | HITS s/iter | scipy s/iter | ratio | peak bytes/page |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, path, make in graphs:

@@ -1,4 +1,4 @@
-"""AOPIC (ALGORITHMS.md §1): conservation, convergence, the history window."""
+"""AOPIC (docs/algorithms.md §1): conservation, convergence, the history window."""
 
 import math
 

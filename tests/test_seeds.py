@@ -1,4 +1,4 @@
-"""Seed extraction (ALGORITHMS.md §4) on graphs with planted bipartite cores.
+"""Seed extraction (docs/algorithms.md §4) on graphs with planted bipartite cores.
 
 The noise model matters. HITS ranks by the largest singular value, and a
 complete core K(h, a) has sqrt(h * a): 3.46 for K(4,3). Uniform random

@@ -8,7 +8,7 @@ Drops links between pages of the same host (unless ``--no-prune``), runs
 HITS, grows one bipartite core around the best authority (complete cores
 by default: ``--cover-density 100``; or fixed-size cores with
 ``--core-size``), takes the core's best hub as a seed, removes the core
-and repeats until K seeds (ALGORITHMS.md §4). With ``--root`` or
+and repeats until K seeds (docs/algorithms.md §4). With ``--root`` or
 ``--root-file`` the ranking is query-focused: it runs on the base set of
 the root pages (the roots, the pages they link to, up to ``--max-in``
 pages linking to each root; at most ``--max-pages`` pages).

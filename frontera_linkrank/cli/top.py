@@ -3,7 +3,7 @@
     frontera-linkrank top PATH [-n 20] [--by importance|pagerank|authority|hub] [--crawled]
 
 ``importance`` is the AOPIC estimate ``(H + C) / (G + sum C)`` of the last
-commit (ALGORITHMS.md §1); the other names are ranking results stored by
+commit (docs/algorithms.md §1); the other names are ranking results stored by
 the periodic ranker, when there are any. The database is opened read-only,
 so this works while a crawl writes to it.
 """

@@ -21,7 +21,7 @@ place.
 Links are counted once (duplicates merged) and self-links are dropped,
 matching what the crawl stores. Optionally only links between pages of
 different hosts are kept (``inter_host``): same-host links are mostly
-navigation (ALGORITHMS.md §2).
+navigation (docs/algorithms.md §2).
 
 Examples
 --------

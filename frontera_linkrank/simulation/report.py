@@ -4,7 +4,7 @@
 backend (``LinkRankBackend`` with ``LINKRANK_POLICY`` = the policy) and
 each baseline of :mod:`.baselines`, from the same random seed sets,
 through ``FrontierManager`` (:func:`.crawl.crawl`), and measures
-(ALGORITHMS.md §6), against the graph's true PageRank PR* (d = 0.85, L1
+(docs/algorithms.md §6), against the graph's true PageRank PR* (d = 0.85, L1
 change < 1e-12):
 
 - PR* collected after 1, 5, 10, 20% of the pages were fetched, and that
