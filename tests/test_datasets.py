@@ -19,6 +19,7 @@ import pytest
 import frontera_linkrank
 from frontera_linkrank import data
 from frontera_linkrank.simulation.datasets import NAMED, load_graph
+from frontera_linkrank.storage.urls import check_url
 
 PACKAGE = os.path.dirname(frontera_linkrank.__file__)
 ROOT = os.path.dirname(PACKAGE)
@@ -73,6 +74,8 @@ def test_polblogs_is_directed_with_blog_hosts_and_party_labels():
     assert len(set(names)) == int(g.hosts.max()) + 1 == 1451
     assert len(set(zip(names, g.hosts.tolist()))) == 1451  # one number per host name
     assert np.bincount(g.party).tolist() == [758, 732]
+    # Every blog is a page a frontier accepts (one label ends with a space: stripped).
+    assert len({check_url(u) for u in g.urls}) == 1451
     # Arcs keep their direction (the header's "undirected" is not obeyed):
     # many links are not returned, and 19,090 records hold 19,025 arcs.
     arcs = edges_of(g)

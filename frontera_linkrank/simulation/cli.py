@@ -16,8 +16,8 @@ import sys
 
 GRAPH_HELP = (
     "a page database folder (a previous crawl), a SRC_URL<TAB>DST_URL file (gzip accepted), a CSR .npz "
-    "(arrays indptr, indices, optional hosts), a Hollins-style folder, a UKWA host .tsv.gz, "
-    "or a name: hollins, uk2007, ukwa"
+    "(arrays indptr, indices, optional hosts), a Hollins-style folder, a UKWA host .tsv.gz, a GML file, "
+    "or the name of a graph shipped with the package: hollins, uk2007, ukwa, polblogs"
 )
 
 

@@ -209,7 +209,7 @@ def load_polblogs(path: str | None = None) -> Graph:
     if not nodes:
         raise ValueError(f"{path}: no GML node records")
     index = {int(r["id"]): v for v, r in enumerate(nodes)}
-    urls = [f"http://{r['label']}/" for r in nodes]
+    urls = [f"http://{r['label'].strip()}/" for r in nodes]  # one label ends with a space
     edges = _gml_records(path, "edge")
     src = [index[int(r["source"])] for r in edges]
     dst = [index[int(r["target"])] for r in edges]
