@@ -14,7 +14,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+# Lint first (ruff's settings are in pyproject.toml), then the whole suite.
 test: venv
+	$(BIN)/ruff check frontera_linkrank tests benchmarks
 	$(BIN)/python -m pytest -q
 
 # Serve data/hollins on 127.0.0.1, crawl it with example_project, print the
