@@ -19,8 +19,9 @@ test: venv
 	$(BIN)/ruff check frontera_linkrank tests benchmarks
 	$(BIN)/python -m pytest -q
 
-# Serve data/hollins on 127.0.0.1, crawl it with example_project, print the
-# 20 most important pages (example_project/demo.sh).
+# Serve the Hollins graph (shipped in frontera_linkrank/data) on 127.0.0.1,
+# crawl it with example_project, print the 20 most important pages
+# (example_project/demo.sh).
 demo: venv
 	BIN=$(BIN) sh example_project/demo.sh
 

@@ -1,8 +1,9 @@
 #!/bin/sh
-# `make demo`: serve the Hollins web graph (data/hollins) on 127.0.0.1 as an
-# HTTP proxy, crawl it with `scrapy crawl example` through that local web,
-# print the 20 most important pages, stop the web. Run from the repository
-# root; nothing leaves the machine.
+# `make demo`: serve the Hollins web graph (`hollins`, shipped with the
+# package in frontera_linkrank/data/hollins) on 127.0.0.1 as an HTTP proxy,
+# crawl it with `scrapy crawl example` through that local web, print the 20
+# most important pages, stop the web. Run from the repository root; nothing
+# leaves the machine.
 set -eu
 BIN=${BIN:-.venv/bin}
 ROOT=$(pwd)
@@ -16,7 +17,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # The local web stops by itself after 240 s at the latest.
-"$BIN/frontera-linkrank" serve-web data/hollins --errors 0.01 --redirects 0.01 \
+"$BIN/frontera-linkrank" serve-web hollins --errors 0.01 --redirects 0.01 \
     --port-file "$work/port" --timeout 240 > "$work/web.log" 2>&1 &
 web=$!
 i=0

@@ -5,7 +5,7 @@
 # in the background as the crawl grows (every 1,000 pages up to 10,000,
 # then every 10%); the frontier fetches the page with the most cash plus
 # 64 x its last PageRank first ("hybrid", the default: the best collector
-# of PageRank in the README's simulations). Good when the crawl has a
+# of PageRank in the simulations of docs/simulation.md). Good when the crawl has a
 # budget and no topic: a crawl of a country's web, of many sites.
 # LINKRANK_POLICY = "opic" (cash alone) runs no ranking at all.
 

@@ -10,8 +10,8 @@
 # conditional (If-None-Match / If-Modified-Since from the stored ETag and
 # Last-Modified); a 304 is a visit without change. Changes are detected on
 # normalised content, so timestamps and session ids are not changes.
-# The README's freshness table compares this with uniform and change-rate
-# revisits.
+# The freshness table of docs/measurements.md compares this with uniform
+# and change-rate revisits.
 #
 # The crawl never runs out of work: end it with a page budget or Scrapy's
 # CLOSESPIDER_TIMEOUT; the next run on the same database continues.

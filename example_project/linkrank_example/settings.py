@@ -1,7 +1,6 @@
 # Settings of the example project. The frontier settings are the first
 # block; settings_templates/ in the repository has ready sets for other
-# kinds of crawl, and frontera_linkrank/default_settings.py documents every
-# LINKRANK_* setting.
+# kinds of crawl, and docs/settings.md documents every LINKRANK_* setting.
 
 BOT_NAME = "linkrank_example"
 SPIDER_MODULES = ["linkrank_example.spiders"]
@@ -18,8 +17,8 @@ LINKRANK_PATH = "crawl_db"
 # Seed URLs, one per line.
 LINKRANK_SEEDS_FILE = "seeds.txt"
 # AOPIC cash plus the last PageRank (recomputed in the background as the
-# crawl grows): the default, and the best collector in the README's
-# simulations. "opic" is cash alone, with no ranking thread.
+# crawl grows): the default, and the best collector in the simulations of
+# docs/simulation.md. "opic" is cash alone, with no ranking thread.
 LINKRANK_POLICY = "hybrid"
 # Stop after this many fetched pages (0: when the frontier is empty).
 LINKRANK_MAX_PAGES = 0
