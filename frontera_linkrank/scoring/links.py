@@ -167,7 +167,8 @@ class StreamedLinks:
         if inter_host and hosts is None:
             raise ValueError("inter_host needs the host of every page")
         self.hosts = None if hosts is None else np.asarray(hosts)[: self.n]
-        self._blocks: list[tuple[np.ndarray, np.ndarray | None, sp.csr_matrix]] = []  # (src int64, live float64 or None, csr matrix rows x n)
+        # (src int64, live float64 or None, csr matrix rows x n) per block
+        self._blocks: list[tuple[np.ndarray, np.ndarray | None, sp.csr_matrix]] = []
         seen = np.zeros(self.n, bool)
         deg = np.zeros(self.n, np.int64)
         self.n_links = 0
@@ -193,13 +194,14 @@ class StreamedLinks:
             self.n_links += int(counts.sum())
             self._blocks.append((src, live, m))
         self.out_degree = deg
-        self.nbytes = deg.nbytes + seen.nbytes + sum(
-            s.nbytes + (0 if l is None else l.nbytes) for s, l, _ in self._blocks
+        self.nbytes = (
+            deg.nbytes + seen.nbytes + sum(s.nbytes + (0 if l is None else l.nbytes) for s, l, _ in self._blocks)
         )
 
     def _mask(self, src: np.ndarray, m: sp.csr_matrix) -> np.ndarray:
         """Per-link weights: 1 for links between different hosts."""
         h = self.hosts
+        assert h is not None  # only with inter_host, which needs the hosts
         return (np.repeat(h[src], np.diff(m.indptr)) != h[m.indices]).astype(np.float64)
 
     def _row_counts(self, src: np.ndarray, m: sp.csr_matrix) -> np.ndarray:
@@ -328,6 +330,7 @@ def _current_rows(
 def snapshot_pages(db: PageDB, txn: lmdb.Transaction) -> int:
     """Number of pages committed in the snapshot ``txn``."""
     raw = txn.get(b"meta", db=db.dbs[b"meta"])
+    assert raw is not None, "page database without its metadata record"
     return int(json.loads(bytes(raw)).get("n_pages", 0))
 
 
