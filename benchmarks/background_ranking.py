@@ -41,8 +41,8 @@ def main(argv=None):
             "LINKRANK_PATH": os.path.join(work, "db"), "LINKRANK_SYNC": False, "LINKRANK_POLICY": "pagerank",
             "LINKRANK_RANK_EVERY_PAGES": 1, "LINKRANK_RANK_GROWTH": 0, "LINKRANK_RANK_INTERVAL": 0,
         })  # fmt: skip
-        b.rank_config.tol = -1.0  # never converges: runs until cancelled
-        b.rank_config.max_iter = 10**9
+        b.core.ranking.config.tol = -1.0  # never converges: runs until cancelled
+        b.core.ranking.config.max_iter = 10**9
         urls = [f"http://h{i % 5000}.new.test/p{i}" for i in range(300_000)]
         rng = np.random.default_rng(1)
 
@@ -64,17 +64,17 @@ def main(argv=None):
                 t = time.perf_counter()
                 pages += step()
                 worst = max(worst, time.perf_counter() - t)
-                if while_ranking and not b.ranker.running:
+                if while_ranking and not b.core.ranking.ranker.running:
                     raise RuntimeError("the ranking ended during the measurement")
             return pages / (time.perf_counter() - t0), worst
 
-        config, b.rank_config = b.rank_config, None
+        config, b.core.ranking.config = b.core.ranking.config, None
         step()
         alone, worst_alone = measure(False)
-        b.rank_config = config
+        b.core.ranking.config = config
         step()  # starts the ranking
         during, worst_during = measure(True)
-        b.ranker.cancel()
+        b.core.ranking.ranker.cancel()
         b.frontier_stop()
         print(f"1M pages / 10M links: crawl alone {alone:,.0f} pages/s (worst call {worst_alone * 1e3:.0f} ms), "
               f"during a background PageRank {during:,.0f} pages/s (worst call {worst_during * 1e3:.0f} ms): "

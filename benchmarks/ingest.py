@@ -116,7 +116,7 @@ def main(argv=None):
         )
         gc.collect()
         ours = run(backend, args.pages, args.batch, lambda: backend.db.n_pages, report)
-        rankings = backend.counters.get("rankings", 0)
+        rankings = backend.core.counters.get("rankings", 0)
         t = time.perf_counter()
         backend.frontier_stop()
         close_s = time.perf_counter() - t

@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from frontera_linkrank.scoring.hits import hits
 from frontera_linkrank.scoring.links import database_links
 from frontera_linkrank.scoring.pagerank import pagerank
-from frontera_linkrank.storage.bulk import add_graph
+from frontera_linkrank.core.graph_import import add_graph
 from frontera_linkrank.storage.pagedb import PageDB
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")

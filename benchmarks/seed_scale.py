@@ -14,7 +14,7 @@ popularity (heavy-tailed in-degrees).
    building its operator from the new matrix) against the in-place
    reweighing now used, in CPU seconds per round.
 2. I/O: the same graph loaded into a page database with
-   ``storage.bulk.add_graph`` (build time printed), then
+   ``core.graph_import.add_graph`` (build time printed), then
    ``page_db_seeds DB -k 10 -o seeds.txt --report r.json`` timed end to
    end (reading the links from LMDB, extraction, URLs, writing).
 
@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from frontera_linkrank.cli import seeds as seeds_cli
 from frontera_linkrank.scoring.hits import hits
 from frontera_linkrank.scoring.seeds import SubgraphLinks, extract_seeds, prune_same_host
-from frontera_linkrank.storage.bulk import add_graph
+from frontera_linkrank.core.graph_import import add_graph
 from frontera_linkrank.storage.pagedb import PageDB
 
 

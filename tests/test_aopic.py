@@ -73,11 +73,11 @@ def test_cash_conserved_after_every_batch(tmp_path_factory, g, batch, policy, om
     }
     b = LinkRankBackend(settings=settings)
     b.add_seeds([req(url(0)), req(url(n - 1))])
-    assert abs(b.aopic.residual()) < 1e-9
+    assert abs(b.core.aopic.residual()) < 1e-9
     rounds = 0
     while rounds < 3:  # crawl, then recrawl everything twice
         reqs = b.get_next_requests(batch)
-        assert abs(b.aopic.residual()) < 1e-9
+        assert abs(b.core.aopic.residual()) < 1e-9
         if not reqs:
             rounds += 1
             if rounds == 3:
@@ -89,11 +89,11 @@ def test_cash_conserved_after_every_batch(tmp_path_factory, g, batch, policy, om
         for r in reqs:
             i = int(r.url.rsplit("/", 1)[1])
             crawl(b, r, [url(j) for j in adj[i]])
-    assert abs(b.aopic.residual()) < 1e-9
+    assert abs(b.core.aopic.residual()) < 1e-9
     b.frontier_stop()
     # The books balance from what is on disk, too.
     b2 = LinkRankBackend(settings=settings)
-    assert abs(b2.aopic.residual()) < 1e-9
+    assert abs(b2.core.aopic.residual()) < 1e-9
     b2.frontier_stop()
 
 
@@ -108,7 +108,7 @@ def test_cyclic_opic_converges_to_pagerank(g, damping):
     a = Aopic(t, damping=damping)
     a.read_omega()
     out = [indices[indptr[i] : indptr[i + 1]] for i in range(n)]
-    rounds = 3000 if damping > 0.9 else 1500
+    rounds = 3000  # 1500 left 1.005e-3 on a 2-cycle with 8 isolated pages (damping 0.85)
     for _ in range(rounds):
         for i in range(n):
             a.leave(i)
@@ -141,7 +141,7 @@ def test_backend_recrawl_cycles_converge_to_pagerank(make_backend):
     for i in range(n):
         est[i] = b.importance([b.db.find(bytes.fromhex(req(url(i)).meta[b"fingerprint"].decode()))])[0]
     assert np.abs(est - truth).sum() < 1e-3
-    assert abs(b.aopic.residual()) < 1e-9
+    assert abs(b.core.aopic.residual()) < 1e-9
 
 
 def one_page(history=0.0, last_read=math.nan, cash=1.0, **kw):
@@ -149,7 +149,7 @@ def one_page(history=0.0, last_read=math.nan, cash=1.0, **kw):
     t.append(1)
     t.history[0] = history
     t.last_read[0] = last_read
-    a = Aopic(t, **kw)
+    a = Aopic(t, damping=0.85, **kw)
     a.omega = 1.0 - cash
     a.G = history
     t.cash[0] = cash
@@ -199,7 +199,7 @@ def test_worked_example_of_fixing_opic():
 def test_cash_time_uses_the_cash_clock():
     t = VertexTable()
     t.append(2)
-    a = Aopic(t, window=1.0, cash_time=True)
+    a = Aopic(t, damping=0.85, window=1.0, cash_time=True)
     a.fund([0, 1])
     a.leave(0)
     a.read(0, np.zeros(0, np.int64), now=123456.0)  # wall time ignored
@@ -249,8 +249,8 @@ def test_omega_policy_change_on_reopen_settles_cash(make_backend, tmp_path):
     b.get_next_requests(0)
     b.frontier_stop()
     b = make_backend(path, OMEGA_POLICY="hosts", OMEGA_HOSTS=["h2.test"])
-    assert abs(b.aopic.residual()) < 1e-9
+    assert abs(b.core.aopic.residual()) < 1e-9
     for r in b.get_next_requests(10):
         crawl(b, r, [url(3)])
     b.get_next_requests(0)
-    assert abs(b.aopic.residual()) < 1e-9
+    assert abs(b.core.aopic.residual()) < 1e-9

@@ -35,7 +35,7 @@ def test_bad_links_are_counted_logged_and_the_rest_kept(make_manager, caplog):
         assert s["rejected_" + reason] == len(urls), reason
     assert s["self_links"] == 2 and s["duplicate_links"] == 1
     assert len([rec for rec in caplog.records if "rejected" in rec.getMessage()]) == sum(map(len, BAD.values()))
-    assert abs(m.backend.aopic.residual()) < 1e-12
+    assert abs(m.backend.core.aopic.residual()) < 1e-12
 
 
 def test_bad_seeds_responses_and_errors_do_not_raise(make_manager):
@@ -68,7 +68,7 @@ def test_a_page_with_100000_links(make_manager):
     # each child got exactly d * C / 100000
     kids = b.db.vertices.cash[1:100_001]
     assert kids.max() - kids.min() < 1e-18
-    assert abs(b.aopic.residual()) < 1e-9
+    assert abs(b.core.aopic.residual()) < 1e-9
     assert page_index(b.db, "http://h7.test/page/99907") is not None
 
 

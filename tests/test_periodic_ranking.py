@@ -17,7 +17,7 @@ import pytest
 
 import frontera_linkrank.scoring.ranker as ranker_module
 from frontera_linkrank.settings import SettingsError
-from frontera_linkrank.storage.bulk import add_graph
+from frontera_linkrank.core.graph_import import add_graph
 from frontera_linkrank.storage.pagedb import PageDB
 from frontera_linkrank.storage.vertices import UNFETCHED
 from util import crawl, page_index, req
@@ -42,7 +42,7 @@ def test_scores_change_the_order_of_requests(make_backend, policy, vector):
     for r in first:
         crawl(b, r, hub_links(HUBS.index(r.url)))
     got = [r.url for r in b.get_next_requests(10)]  # a ranking is due: computed before handing out
-    assert b.ranks.version == 1 and b.counters["rankings"] == 1
+    assert b.core.ranking.ranks.version == 1 and b.core.counters["rankings"] == 1
     values, info = b.db.read_scores(vector)
     assert info["version"] == 1 and len(values) == b.db.n_pages
     score = {u: values[page_index(b.db, u)] for u in TARGETS}
@@ -87,29 +87,29 @@ def test_pages_added_during_a_background_ranking(make_backend, monkeypatch):
             crawl(b, r, links(i))
         return reqs
 
-    while not b.ranker.running:
+    while not b.core.ranking.ranker.running:
         assert crawl_batch(5)
     assert computed.wait(30)
     n_snapshot = snapshot["n"]
     for _ in range(10):  # the crawl goes on meanwhile and finds new pages
         crawl_batch(5)
-    assert b.ranks.version == 0 and b.ranker.running
+    assert b.core.ranking.ranks.version == 0 and b.core.ranking.ranker.running
     release.set()
-    b.ranker.join(30)
+    b.core.ranking.ranker.join(30)
     crawl_batch(5)  # installs the ranking
-    assert b.ranks.version == 1
+    assert b.core.ranking.ranks.version == 1
     values, info = b.db.read_scores("pagerank")
     assert info["n_pages"] == len(values) == n_snapshot < b.db.n_pages
     assert np.isfinite(values).all() and abs(values.sum() - 1) < 1e-9
     v = b.db.vertices
     queued = np.flatnonzero(v.state[: v.n] == UNFETCHED)
     assert (queued >= n_snapshot).any()  # pages newer than the ranking are queued ...
-    keys = b.frontier.priority(queued)
+    keys = b.core.frontier.priority(queued)
     assert np.isfinite(keys).all()  # ... with a defined key
     while crawl_batch(50):
         pass
     assert sorted(crawled) == list(range(1023))  # none lost, none twice
-    assert abs(b.aopic.residual()) < 1e-9
+    assert abs(b.core.aopic.residual()) < 1e-9
 
 
 def synthetic_db(path, n, m, seed=0):
@@ -132,7 +132,7 @@ def test_background_ranking_does_not_stall_the_crawl(make_backend, tmp_path):
     b = make_backend(
         POLICY="pagerank", RANK_EVERY_PAGES=1, RANK_INTERVAL=0, RANK_TOLERANCE=1e-300, RANK_MAX_ITERATIONS=10**6
     )
-    b.rank_config.tol = -1.0  # (an exact fixed point, delta 0, would stop a tolerance of 1e-300)
+    b.core.ranking.config.tol = -1.0  # (an exact fixed point, delta 0, would stop a tolerance of 1e-300)
     rng = np.random.default_rng(1)
 
     def step():
@@ -143,22 +143,22 @@ def test_background_ranking_does_not_stall_the_crawl(make_backend, tmp_path):
 
     def rate(seconds, while_ranking):
         pages, latencies, end = 0, [], time.perf_counter() + seconds
-        while time.perf_counter() < end and (b.ranker.running or not while_ranking):
+        while time.perf_counter() < end and (b.core.ranking.ranker.running or not while_ranking):
             t = time.perf_counter()
             pages += step()
             latencies.append(time.perf_counter() - t)
         return pages / seconds, max(latencies), len(latencies)
 
-    config, b.rank_config = b.rank_config, None  # no ranking: the crawl alone
+    config, b.core.ranking.config = b.core.ranking.config, None  # no ranking: the crawl alone
     step()
     alone, _, _ = rate(1.0, False)
-    b.rank_config = config
+    b.core.ranking.config = config
     step()  # starts a long ranking
-    assert b.ranker.running
+    assert b.core.ranking.ranker.running
     t = time.perf_counter()
     during, worst, calls = rate(2.0, True)
     ranking_busy = time.perf_counter() - t
-    assert ranking_busy > 1.0 and b.ranker.running, "the ranking must outlast the measurement"
+    assert ranking_busy > 1.0 and b.core.ranking.ranker.running, "the ranking must outlast the measurement"
     print(f"crawl alone {alone:.0f} pages/s, while ranking {during:.0f} pages/s, worst call {worst * 1e3:.0f} ms")
     assert calls > 20
     # Two threads on two cores: the ranking takes the other core (at 1M pages
@@ -166,7 +166,7 @@ def test_background_ranking_does_not_stall_the_crawl(make_backend, tmp_path):
     # on a busy machine is still no stall.
     assert during > 0.25 * alone
     assert worst < 0.5
-    b.ranker.cancel()
+    b.core.ranking.ranker.cancel()
 
 
 def test_policy_needs_its_ranking(tmp_path):
@@ -187,12 +187,12 @@ def test_ranking_survives_a_restart(make_backend, tmp_path):
     for r in b.get_next_requests(10):
         crawl(b, r, hub_links(HUBS.index(r.url)))
     b.get_next_requests(0)
-    assert b.ranks.version == 1
-    before = b.frontier.priority(np.arange(b.db.n_pages))
+    assert b.core.ranking.ranks.version == 1
+    before = b.core.frontier.priority(np.arange(b.db.n_pages))
     b.frontier_stop()
     b = make_backend(POLICY="hybrid", RANK_BACKGROUND=False, RANK_EVERY_PAGES=5, RANK_INTERVAL=0)
-    assert b.ranks.version == 1
-    assert np.array_equal(b.frontier.priority(np.arange(b.db.n_pages)), before)
+    assert b.core.ranking.ranks.version == 1
+    assert np.array_equal(b.core.frontier.priority(np.arange(b.db.n_pages)), before)
 
 
 CLOSE_WHILE_RANKING = """
@@ -207,13 +207,13 @@ for run in range(3):
     b = LinkRankBackend(settings={{"LINKRANK_PATH": {db!r}, "LINKRANK_SYNC": False, "LINKRANK_POLICY": "pagerank",
                                    "LINKRANK_RANK_EVERY_PAGES": 1, "LINKRANK_RANK_GROWTH": 0,
                                    "LINKRANK_RANK_INTERVAL": 0}})
-    b.rank_config.tol = -1.0  # runs until stopped
+    b.core.ranking.config.tol = -1.0  # runs until stopped
     for r in b.get_next_requests(20):
         crawl(b, r, urls[:10])
     b.get_next_requests(20)
-    assert b.ranker.running
+    assert b.core.ranking.ranker.running
     b.db.close()  # not frontier_stop: a tool or a test closing the database
-    print("stopped" if not b.ranker.running else "still running")
+    print("stopped" if not b.core.ranking.ranker.running else "still running")
 """
 
 

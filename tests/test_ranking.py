@@ -14,8 +14,9 @@ from frontera_linkrank.scoring.hits import hits
 from frontera_linkrank.scoring.links import MatrixLinks, database_links
 from frontera_linkrank.scoring.pagerank import pagerank
 from frontera_linkrank.scoring.ranker import RankConfig, rank_snapshot
+from frontera_linkrank.settings import LinkRankSettings
 from frontera_linkrank.simulation.datasets import data_path, load_hollins, load_uk2007
-from frontera_linkrank.storage.bulk import add_graph
+from frontera_linkrank.core.graph_import import add_graph
 from frontera_linkrank.storage.pagedb import PageDB
 from reference import reference_hits, reference_pagerank
 
@@ -75,7 +76,8 @@ def test_personalised_pagerank_agrees_with_scipy(graph_and_db, mode):
     teleport = np.nan_to_num(scores)
     ref = reference_pagerank(a, teleport)
     with db.snapshot() as txn:
-        ranking = rank_snapshot(db, RankConfig(("pagerank",), personalized=True, edges=mode, tol=1e-10), txn)
+        s = LinkRankSettings(RANK_PERSONALIZED=True, RANK_EDGES=mode, RANK_TOLERANCE=1e-10)
+        ranking = rank_snapshot(db, RankConfig.from_settings(s, ("pagerank",)), txn)
     assert ranking.info["pagerank"]["personalized"]
     assert np.abs(ranking.vectors["pagerank"] - ref).sum() < 1e-6
     # ... and it differs from plain PageRank by far more than the tolerance.

@@ -44,7 +44,7 @@ def test_conditional_refresh_and_304_keep_links_and_move_cash(make_backend, cloc
     assert not b.finished()  # ... but the crawl goes on: pages will be due
     clock.advance(100)
     reqs = {r.url: r for r in b.get_next_requests(10)}
-    assert set(reqs) == {A, B, C} and b.counters["refreshes_out"] == 3
+    assert set(reqs) == {A, B, C} and b.core.counters["refreshes_out"] == 3
     a = reqs[A]
     assert a.headers[b"If-None-Match"] == b'"v1"'
     assert a.headers[b"If-Modified-Since"] == b"Mon, 01 Jan 2024 00:00:00 GMT"
@@ -61,8 +61,8 @@ def test_conditional_refresh_and_304_keep_links_and_move_cash(make_backend, cloc
         assert sorted(b.db.edges.out_links(txn, i).tolist()) == sorted([page_index(b.db, B), page_index(b.db, C)])
         visits = b.db.visits(i, txn)
     assert visits["changed"].tolist() == [0] and visits["interval"][0] == pytest.approx(103)
-    assert b.counters["not_modified"] == 1
-    assert abs(b.aopic.residual()) < 1e-9
+    assert b.core.counters["not_modified"] == 1
+    assert abs(b.core.aopic.residual()) < 1e-9
     b.frontier_stop()
     with PageDB(b.settings.PATH, readonly=True) as db, db.snapshot() as txn:
         assert db.visits(i, txn)["changed"].tolist() == [0]
@@ -100,14 +100,14 @@ def test_refresh_lease_expires_and_survives_a_restart(make_backend, clock, tmp_p
     b = make_backend(clock=clock, LEASE_TIMEOUT=50, **RECRAWL)
     v = b.db.vertices
     assert (v.state[: v.n] == CRAWLED).all()  # crawled pages, not new ones
-    assert b.counters["leases_recovered"] == 3
+    assert b.core.counters["leases_recovered"] == 3
     clock.advance(100)
     reqs = b.get_next_requests(10)
     assert sorted(r.url for r in reqs) == [A, B, C]
     clock.advance(60)  # leases expire: offered again, still as refreshes
     again = b.get_next_requests(10)
     assert sorted(r.url for r in again) == [A, B, C]
-    assert b.counters["refreshes_out"] == 9 and (v.state[: v.n] == LEASED).all()  # counters persist: 3 + 3 + 3
+    assert b.core.counters["refreshes_out"] == 9 and (v.state[: v.n] == LEASED).all()  # counters persist: 3 + 3 + 3
 
 
 def test_failed_refresh_keeps_the_page_then_gives_up(make_backend, clock):
@@ -122,8 +122,8 @@ def test_failed_refresh_keeps_the_page_then_gives_up(make_backend, clock):
     clock.advance(6)
     (a,) = [r for r in b.get_next_requests(10) if r.url == A]
     b.request_error(a, "timeout")
-    assert v.state[i] == ERROR and b.counters["pages_failed"] == 1
-    assert abs(b.aopic.residual()) < 1e-9
+    assert v.state[i] == ERROR and b.core.counters["pages_failed"] == 1
+    assert abs(b.core.aopic.residual()) < 1e-9
 
 
 def test_refreshes_obey_overused_hosts_and_the_per_host_cap(make_backend, clock):
@@ -135,7 +135,7 @@ def test_refreshes_obey_overused_hosts_and_the_per_host_cap(make_backend, clock)
             host, page = r.url.rsplit("/", 1)
             crawl(b, r, [f"{host}/{int(page) + 1}"] if int(page) < 2 else [])
             clock.advance(1)
-    assert b.db.n_pages == 12 and b.frontier.n_queued == 0
+    assert b.db.n_pages == 12 and b.core.frontier.n_queued == 0
     clock.advance(1000)
     got = b.get_next_requests(100, key_type="domain", overused_keys=["h0.test"])
     got_hosts = [r.url.split("/")[2] for r in got]
@@ -171,9 +171,9 @@ def test_recrawl_on_a_static_graph_does_not_inflate_importance(make_backend, clo
             b.page_crawled(Response(r.url, request=r))
             b.links_extracted(r, [request(w) for w in g.out(v).tolist()])
         b.get_next_requests(0)
-        assert abs(b.aopic.residual()) < 1e-9
+        assert abs(b.core.aopic.residual()) < 1e-9
         visits += len(reqs)
-        if n_reach is None and b.frontier.n_queued == 0 and b.frontier.n_leased == 0:
+        if n_reach is None and b.core.frontier.n_queued == 0 and b.core.frontier.n_leased == 0:
             n_reach = b.db.n_pages  # every reachable page found and crawled: round 0
             visits = 0
             estimates.append(b.importance())

@@ -81,7 +81,7 @@ def test_host_page_budget_drops_trap_links(make_backend):
     assert s["links_dropped"] == 45
     urls = [x.url for x in b.get_next_requests(100)]
     assert len([u for u in urls if "trap.test" in u]) == 4 and "http://ok.test/" in urls
-    assert abs(b.aopic.residual()) < 1e-12
+    assert abs(b.core.aopic.residual()) < 1e-12
 
 
 def test_lease_is_never_handed_out_twice_and_expires(make_backend, clock):
@@ -119,7 +119,7 @@ def test_errors_are_retried_then_given_up(make_backend, clock):
     assert s["retries"] == 2 and s["pages_failed"] == 1
     with b.db.snapshot() as txn:
         assert b.db.error_message(i, txn) == "DNSLookupError"
-    assert abs(b.aopic.residual()) < 1e-12  # its cash went back to the virtual page
+    assert abs(b.core.aopic.residual()) < 1e-12  # its cash went back to the virtual page
 
 
 def test_requests_keep_method_headers_cookies_and_meta(make_backend):
@@ -167,7 +167,7 @@ def test_redirect_marks_original_crawled_and_records_target(make_backend):
     with db.snapshot() as txn:
         assert db.edges.out_links(txn, old).tolist() == [new]
         assert db.urls(db.edges.out_links(txn, new)) == ["http://a.test/child"]
-    assert abs(b.aopic.residual()) < 1e-12
+    assert abs(b.core.aopic.residual()) < 1e-12
 
 
 def test_redirect_through_frontera_canonical_solver(make_manager):
@@ -198,4 +198,4 @@ def test_http_errors_are_recorded_with_their_status(make_backend):
     v = b.db.vertices
     assert v.status[page_index(b.db, "http://a.test/gone")] == 404
     assert v.status[page_index(b.db, "http://a.test/boom")] == 503
-    assert b.finished() and abs(b.aopic.residual()) < 1e-12
+    assert b.finished() and abs(b.core.aopic.residual()) < 1e-12

@@ -39,7 +39,7 @@ from frontera_linkrank.scoring.seeds import (
     prune_same_host,
 )
 from frontera_linkrank.scrapy.scheduler import read_seeds_file  # what LINKRANK_SEEDS_FILE reads
-from frontera_linkrank.storage.bulk import add_graph
+from frontera_linkrank.core.graph_import import add_graph
 from frontera_linkrank.storage.pagedb import PageDB
 
 SHAPES = [(12, 9), (9, 7), (3, 6), (6, 4), (4, 3)]

@@ -3,13 +3,12 @@
 Frontera splits a backend into metadata (what is known about pages), a
 queue (what to fetch next) and states (per-fingerprint crawl state). Here
 all three live in the same LMDB page database and in-memory arrays, so the
-components are thin views that delegate to :class:`LinkRankBackend`; they
-exist so that code written against Frontera's interfaces works unchanged.
+components are thin views over the :class:`~frontera_linkrank.core.FrontierCore`;
+they exist so that code written against Frontera's interfaces works unchanged.
 """
 
 from frontera.core.components import Metadata, Queue, States
 
-from ..storage.urls import RejectedURL
 from ..storage.vertices import CRAWLED, ERROR, LEASED, UNFETCHED
 
 # Page state -> Frontera state (a page waiting in the queue is QUEUED).
@@ -19,46 +18,41 @@ _FRONTERA_STATE = {UNFETCHED: States.QUEUED, LEASED: States.QUEUED, CRAWLED: Sta
 class LinkRankMetadata(Metadata):
     """Metadata: records seeds, crawled pages, links and errors."""
 
-    def __init__(self, backend):
-        self.backend = backend
+    def __init__(self, core):
+        self.core = core
 
     def add_seeds(self, seeds):
-        self.backend.add_seeds(seeds)
+        self.core.add_seeds(seeds)
 
     def page_crawled(self, response):
-        self.backend.page_crawled(response)
+        self.core.page_fetched(response)
 
     def links_extracted(self, request, links):
-        self.backend.links_extracted(request, links)
+        self.core.links_found(request, links)
 
     def request_error(self, page, error):
-        self.backend.request_error(page, error)
+        self.core.page_failed(page, error)
 
 
 class LinkRankQueue(Queue):
     """Queue: best-first by the configured policy; one partition."""
 
-    def __init__(self, backend):
-        self.backend = backend
+    def __init__(self, core):
+        self.core = core
 
     def get_next_requests(self, max_n_requests, partition_id=0, **kwargs):
-        return self.backend.get_next_requests(max_n_requests, **kwargs)
+        return self.core.next_requests(max_n_requests, kwargs.get("key_type", "domain"), kwargs.get("overused_keys") or ())
 
     def schedule(self, batch):
         """Add the requests of ``(fingerprint, score, request, schedule)``
         tuples with ``schedule`` true as pages; the score becomes the
         page's hint (used by the ``score`` policy)."""
-        b = self.backend
         for _fp, score, request, schedule in batch:
-            if not schedule:
-                continue
-            i = b._find_or_create(request)
-            if i is not None and score is not None:
-                b._set_hint(i, score)
-                b.frontier.offer([i])
+            if schedule:
+                self.core.schedule(request, score)
 
     def count(self):
-        return self.backend.frontier.n_queued
+        return self.core.frontier.n_queued
 
 
 class LinkRankStates(States):
@@ -69,18 +63,12 @@ class LinkRankStates(States):
     ``update_cache`` and ``flush`` do nothing.
     """
 
-    def __init__(self, backend):
-        self.backend = backend
+    def __init__(self, core):
+        self.core = core
 
     def _state(self, obj):
-        b = self.backend
-        try:
-            i = b.db.find(b._key_of(obj))
-        except RejectedURL:
-            return States.NOT_CRAWLED
-        if i is None:
-            return States.NOT_CRAWLED
-        return _FRONTERA_STATE[int(b.db.vertices.state[i])]
+        state = self.core.state(obj)
+        return States.NOT_CRAWLED if state is None else _FRONTERA_STATE[state]
 
     def set_states(self, objs):
         objs = objs if isinstance(objs, (list, tuple)) else [objs]

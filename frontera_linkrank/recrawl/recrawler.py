@@ -1,4 +1,4 @@
-"""Refreshing crawled pages inside :class:`~frontera_linkrank.LinkRankBackend`.
+"""Refreshing crawled pages: the frontier core's refresh bookkeeping.
 
 With ``LINKRANK_RECRAWL`` on, a crawled page does not leave the frontier
 for good: it waits in a :class:`~.scheduler.Refresher` until it is due
@@ -22,15 +22,24 @@ calibrated from the crawl's measured fetch rate after every
 pages if that is more.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..storage.vertices import CRAWLED, F_REFRESH, LEASED
+from ..scheduling.lifecycle import PageLifecycle
+from ..scoring.ranker import RankScores
+from ..storage.pagedb import PageDB
+from ..storage.vertices import CRAWLED
 from .scheduler import Refresher
 
+if TYPE_CHECKING:
+    from ..settings import LinkRankSettings
 
-def header(headers, name):
+
+def header(headers: Any, name: str) -> str | None:
     """First value of header ``name`` (case-insensitive) as str, or None.
     Headers may be Scrapy's (bytes keys, lists of bytes) or plain dicts."""
     if not headers:
@@ -47,58 +56,75 @@ def header(headers, name):
     return None
 
 
-def validators(headers):
+def validators(headers: Any) -> tuple[str | None, str | None]:
     """``(etag, last_modified)`` of a response's headers (None when absent)."""
     return header(headers, "etag"), header(headers, "last-modified")
 
 
-def status_class(status):
+def status_class(status: int) -> int:
     """Statuses that mean the same content: 304 counts as 2xx."""
     return 2 if status == 304 else status // 100
 
 
 class Recrawler:
-    """Refresh bookkeeping for a backend (see the module docstring)."""
+    """Refresh bookkeeping of a frontier (see the module docstring).
 
-    def __init__(self, backend):
-        s = backend.settings
-        self.backend = backend
-        self.table = backend.db.vertices
+    Parameters
+    ----------
+    db : PageDB
+    settings : LinkRankSettings
+        The ``LINKRANK_RECRAWL_*`` values.
+    importance : callable(idx) -> ndarray
+        The on-line (AOPIC) importance of pages.
+    ranks : RankScores
+        The last periodic ranking (``LINKRANK_RECRAWL_IMPORTANCE="pagerank"``).
+    lifecycle : PageLifecycle
+        Hands refreshes out.
+    """
+
+    def __init__(self, db: PageDB, settings: LinkRankSettings, importance: Callable[[np.ndarray], np.ndarray],
+                 ranks: RankScores, lifecycle: PageLifecycle) -> None:
+        s = settings
+        self.db = db
+        self.aopic_importance = importance
+        self.ranks = ranks
+        self.lifecycle = lifecycle
+        self.table = db.vertices
         self.refresher = Refresher(s.RECRAWL_POLICY, s.RECRAWL_PRIOR_RATE, s.RECRAWL_PRIOR_VISITS, s.RECRAWL_MIN_INTERVAL)
         self.share = s.RECRAWL_SHARE
         self.calibrate_pages = s.RECRAWL_CALIBRATE_PAGES
         self.importance_kind = s.RECRAWL_IMPORTANCE
         self.conditional = s.RECRAWL_CONDITIONAL
-        backend.db.max_visits = s.RECRAWL_HISTORY
+        db.max_visits = s.RECRAWL_HISTORY
         # Pages per second, the highest measured (kept across runs, so a
         # resumed crawl schedules refreshes at once).
-        self.fetch_rate = float(backend.db.meta.get("recrawl", {}).get("fetch_rate", 0.0))
+        self.fetch_rate = float(db.meta.get("recrawl", {}).get("fetch_rate", 0.0))
         self._mark = None  # (time, pages crawled) at the last calibration
         self._since = 0  # pages visited since the last calibration
 
     # -- estimates ---------------------------------------------------------------------
-    def importance(self, idx):
-        b = self.backend
-        x = b.aopic.importance(idx)
-        if self.importance_kind == "pagerank" and b.ranks.n:
-            pr = b.ranks.values("pagerank", idx, fill=math.nan)
+    def importance(self, idx: np.ndarray) -> np.ndarray:
+        """Importance of pages ``idx`` for the refresh value."""
+        x = self.aopic_importance(idx)
+        if self.importance_kind == "pagerank" and self.ranks.n:
+            pr = self.ranks.values("pagerank", idx, fill=math.nan)
             x = np.where(np.isnan(pr), x, pr)
         return x
 
-    def rates(self, idx):
+    def rates(self, idx: np.ndarray) -> np.ndarray:
         lam = self.table.rate[idx]
         return np.where(np.isnan(lam), self.refresher.prior_rate, lam)
 
-    def eligible(self):
+    def eligible(self) -> np.ndarray:
         t = self.table
         return np.flatnonzero(t.state[: t.n] == CRAWLED)
 
     # -- calibration -------------------------------------------------------------------
-    def state_dict(self):
+    def state_dict(self) -> dict:
         """What to keep in the page database's metadata."""
         return {"fetch_rate": self.fetch_rate}
 
-    def step(self, now, crawled):
+    def step(self, now: float, crawled: int) -> None:
         """Calibrate when due: at the start, then after ``calibrate_pages``
         visits and as many as 10% of the scheduled pages (a calibration is
         a vectorised pass over all of them), from the fetch rate measured
@@ -116,7 +142,7 @@ class Recrawler:
             self.calibrate(now)
             self._mark = (now, crawled)
 
-    def calibrate(self, now):
+    def calibrate(self, now: float) -> None:
         pages = self.eligible()
         w, lam = self.importance(pages), self.rates(pages)
         self.refresher.calibrate(w, lam, self.share * (self.fetch_rate or 1.0))
@@ -124,11 +150,11 @@ class Recrawler:
         self._since = 0
 
     # -- visits ---------------------------------------------------------------------------
-    def visited(self, reads, revisit, changed, intervals, txn):
+    def visited(self, reads: list, revisit: list, changed: list, intervals: list, txn: Any) -> None:
         """Pages just read (``_Read`` objects): record revisits (``changed``
         True/False; None: unknown) in the visit history, re-estimate change
         rates, reschedule."""
-        t, db = self.table, self.backend.db
+        t, db = self.table, self.db
         idx = np.fromiter((r.idx for r in reads), np.int64, len(reads))
         for r, again, ch, interval in zip(reads, revisit, changed, intervals):
             if again and ch is not None:
@@ -141,7 +167,8 @@ class Recrawler:
             self.refresher.schedule(idx, when, self.importance(idx), self.rates(idx))
 
     # -- handing out ------------------------------------------------------------------------
-    def take(self, n, now, skip_host=None, max_per_host=0, counts=None, fill=False):
+    def take(self, n: int, now: float, skip_host: Callable[[int], bool] | None = None, max_per_host: int = 0,
+             counts: dict | None = None, fill: bool = False) -> list[int]:
         """Lease up to ``n`` refreshes: due ones, then (``fill``) the next
         to come due, never sooner than the minimum interval."""
         if n <= 0 or not len(self.refresher):
@@ -165,25 +192,20 @@ class Recrawler:
             # than the minimum interval ago): a bounded scan per call.
             pages += self.refresher.take(n - len(pages), math.inf, lambda p: skip(p, True))
         if pages:
-            idx = np.asarray(pages, np.int64)
-            t.flags[idx] |= F_REFRESH
-            self.backend.frontier.lease(pages, now)
+            self.lifecycle.lease_refresh(pages, now)
         return pages
 
-    def requeue(self, page, due):
-        """A leased refresh came back unfetched (expired lease, fetch error)."""
-        t = self.table
-        t.flags[page] &= 0xFF ^ F_REFRESH
-        if t.state[page] == LEASED:
-            t.state[page] = CRAWLED
+    def schedule(self, page: int, due: float) -> None:
+        """Refresh ``page`` at ``due`` (a leased refresh came back unfetched:
+        expired lease, fetch error; the lifecycle made it CRAWLED again)."""
         self.refresher.index.schedule(int(page), due)
 
-    def conditional_headers(self, pages, txn):
+    def conditional_headers(self, pages: list[int], txn: Any) -> dict[int, dict]:
         """{page: headers} for conditional refresh requests."""
         if not self.conditional or not len(pages):
             return {}
         out = {}
-        for i, (etag, modified) in self.backend.db.validators(pages, txn).items():
+        for i, (etag, modified) in self.db.validators(pages, txn).items():
             h = {}
             if etag:
                 h[b"If-None-Match"] = etag.encode("latin-1")

@@ -8,12 +8,15 @@ the third; this module keeps the in-memory side: the queue, the deadlines
 and the counts that make ``finished()`` cheap.
 """
 
+from __future__ import annotations
+
 import collections
 import math
+from typing import Callable
 
 import numpy as np
 
-from ..storage.vertices import F_REFRESH, LEASED, UNFETCHED
+from ..storage.vertices import LEASED, UNFETCHED, VertexTable
 from .queue import BestFirstQueue
 
 
@@ -30,7 +33,8 @@ class Frontier:
         Class of a host for :class:`BestFirstQueue` offsets.
     """
 
-    def __init__(self, table, priority, host_class=lambda h: 0):
+    def __init__(self, table: VertexTable, priority: Callable[[np.ndarray], np.ndarray],
+                 host_class: Callable[[int], int] = lambda h: 0) -> None:
         self.table = table
         self.priority = priority
         self.host_class = host_class
@@ -59,7 +63,7 @@ class Frontier:
             self.queue.set_host_class(h, c)
 
     # -- entering the queue --------------------------------------------------------
-    def rebuild(self):
+    def rebuild(self) -> None:
         """Queue every ``UNFETCHED`` page afresh (at open, after a ranking)."""
         t = self.table
         n = t.n
@@ -77,7 +81,7 @@ class Frontier:
         self.n_queued = len(pages)
         self.n_leased = int((t.state[:n] == LEASED).sum())
 
-    def offer(self, pages):
+    def offer(self, pages: object) -> None:
         """(Re)queue ``UNFETCHED`` pages among ``pages`` whose key rose."""
         t = self.table
         self._ensure(t.n)
@@ -100,7 +104,7 @@ class Frontier:
         self._key[pages] = keys
         self.queue.push_many(pages, hosts, keys)
 
-    def discard(self, page):
+    def discard(self, page: int) -> None:
         """A queued or waiting page was fetched without being handed out."""
         if not math.isnan(self._key[page]):
             self._key[page] = np.nan
@@ -108,58 +112,45 @@ class Frontier:
         self._waiting.discard(page)
 
     # -- handing out -------------------------------------------------------------------
-    def take(self, n, now, skip_host=None, max_per_host=0, offsets=(0.0, 0.0), counts=None):
-        """Lease up to ``n`` best pages: returns their indices. ``counts``
-        (host -> pages already in this batch) is updated."""
+    def take(self, n: int, skip_host: Callable[[int], bool] | None = None, max_per_host: int = 0,
+             offsets: tuple[float, float] = (0.0, 0.0), counts: dict | None = None) -> list[int]:
+        """Pop up to ``n`` best pages off the queue (the caller leases them:
+        :meth:`PageLifecycle.take`). ``counts`` (host -> pages already in
+        this batch) is updated."""
         pages = self.queue.pop_batch(n, skip_host, max_per_host, offsets, counts)
         if pages:
             self._key[np.asarray(pages, np.int64)] = np.nan
             self.n_queued -= len(pages)
-            self.lease(pages, now)
         return pages
 
-    def lease(self, pages, now):
-        """Mark ``pages`` handed out at ``now`` (new pages from :meth:`take`,
-        or refreshes of crawled pages flagged ``F_REFRESH``)."""
-        idx = np.asarray(pages, np.int64)
-        self.table.state[idx] = LEASED
-        self.table.lease[idx] = now
+    def leased(self, pages: list[int], now: float) -> None:
+        """``pages`` were handed out at ``now`` (their state is LEASED)."""
         self.leases.extend((now, p) for p in pages)
         self.n_leased += len(pages)
 
-    def lease_done(self, page):
+    def lease_done(self, page: int) -> None:
         """A leased page was crawled or failed (its state is about to change)."""
         if self.table.state[page] == LEASED:
             self.n_leased -= 1
 
-    def expire(self, now, timeout):
-        """Return pages whose lease is older than ``timeout`` to the queue.
-
-        Returns ``(new, refreshes)``: the pages queued again, and the
-        expired refreshes (still ``LEASED``), which the caller reschedules.
-        """
+    def expired(self, now: float, timeout: float) -> list[int]:
+        """Pages whose lease is older than ``timeout`` and still current
+        (the caller changes their state: :meth:`PageLifecycle.expire`)."""
         t = self.table
-        back, refresh = [], []
+        out = []
         while self.leases and self.leases[0][0] <= now - timeout:
             when, page = self.leases.popleft()
             if t.state[page] == LEASED and t.lease[page] == when:
-                self.n_leased -= 1
-                if t.flags[page] & F_REFRESH:
-                    refresh.append(page)
-                else:
-                    t.state[page] = UNFETCHED
-                    back.append(page)
-        if back:
-            self.offer(back)
-        return back, refresh
+                out.append(page)
+        return out
 
-    def wait_retry(self, page, ready):
+    def wait_retry(self, page: int, ready: float) -> None:
         """Page failed and will be retried at time ``ready`` (state UNFETCHED)."""
         self.discard(page)
         self._waiting.add(page)
         self.retries.append((ready, page))
 
-    def release_retries(self, now):
+    def release_retries(self, now: float) -> list[int]:
         back = []
         while self.retries and self.retries[0][0] <= now:
             _, page = self.retries.popleft()
@@ -171,8 +162,8 @@ class Frontier:
         return back
 
     @property
-    def n_waiting(self):
+    def n_waiting(self) -> int:
         return len(self._waiting)
 
-    def is_empty(self):
+    def is_empty(self) -> bool:
         return self.n_queued == 0 and self.n_leased == 0 and not self._waiting

@@ -39,14 +39,14 @@ class LinkRankSpiderMiddleware:
         return cls(crawler)
 
     def _scheduler(self):
-        from .scheduler import LinkRankScheduler
-
+        # Any scheduler that takes a page's output (LinkRankScheduler does):
+        # checked by its method, so this module need not import the scheduler.
         engine = self.crawler.engine
         scheduler = getattr(engine, "scheduler", None)  # Scrapy >= 2.19
         if scheduler is None:
             slot = getattr(engine, "slot", None) or getattr(engine, "_slot", None)
             scheduler = getattr(slot, "scheduler", None)
-        if isinstance(scheduler, LinkRankScheduler):
+        if callable(getattr(scheduler, "response_done", None)):
             return scheduler
         if not self._warned:
             self._warned = True

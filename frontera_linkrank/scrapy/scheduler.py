@@ -54,7 +54,6 @@ from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.internet import task
 
-from .. import default_settings
 from ..settings import LinkRankSettings, SettingsError
 from .converters import DONT_FRONTIER, FRONTIER_META, response_to_frontera, to_frontera, to_scrapy
 
@@ -92,16 +91,8 @@ def frontera_settings(scrapy_settings):
     not a LinkRank setting (a typo) is an error. ``LINKRANK_MAX_REQUESTS_PER_HOST``
     left at 0 becomes the slot capacity (see ``LINKRANK_OVERUSED_SLOT_FACTOR``).
     """
-    known = {n for n in dir(default_settings) if n.startswith("LINKRANK_")}
-    attrs = {}
-    for name in scrapy_settings:
-        if name.startswith("LINKRANK_"):
-            if name not in known:
-                raise SettingsError(
-                    f"unknown setting {name} (the LINKRANK_* settings are in frontera_linkrank/default_settings.py)"
-                )
-            attrs[name] = scrapy_settings[name]
-    s = LinkRankSettings(attrs)  # validates, with the setting's name in any error
+    attrs = {name: scrapy_settings[name] for name in scrapy_settings if name.startswith("LINKRANK_")}
+    s = LinkRankSettings(attrs)  # validates (unknown names too), with the setting's name in any error
     if not s.MAX_REQUESTS_PER_HOST:
         attrs["LINKRANK_MAX_REQUESTS_PER_HOST"] = slot_capacity(_domain_concurrency(scrapy_settings), s)
     attrs.update(
@@ -434,9 +425,8 @@ class LinkRankScheduler(BaseScheduler):
             self._slot_load[key] -= 1
             if self._slot_load[key] <= 0:
                 del self._slot_load[key]
-            page = self.backend.db.find(bytes.fromhex(fp))
-            if page is not None:
-                url = self.backend.db.urls([page])[0]
+            url = self.backend.core.url_of(bytes.fromhex(fp))
+            if url is not None:
                 self.manager.request_error(FRequest(url=url, meta={b"scrapy_meta": {}}), "lost in Scrapy")
         self._reports += 1
         self.stats.inc_value("linkrank/lost", len(lost))

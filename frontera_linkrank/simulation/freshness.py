@@ -175,7 +175,7 @@ def simulate_freshness(
                 done += 1
         sample(math.inf)
         stats = backend.stats()
-        assert abs(backend.aopic.residual()) < 1e-9, "cash not conserved"
+        assert abs(backend.core.aopic.residual()) < 1e-9, "cash not conserved"
     finally:
         backend.frontier_stop()
         if own:

@@ -38,7 +38,6 @@ BASELINES = ("bfs", "random", "backlinks", "larger-sites-first", "batch-pagerank
 FRACTIONS = (0.01, 0.05, 0.10, 0.20)
 ORACLE = "omniscient"
 # Estimate a policy orders by: the last ranking for ranked policies, else AOPIC.
-POLICY_ESTIMATE = {"pagerank": "pagerank", "hybrid": "pagerank", "hits": "authority"}
 LABELS = {
     "bfs": "BFS (= Frontera memory BFS)",
     "frontera-bfs": "Frontera memory BFS",
@@ -131,17 +130,17 @@ class Observer:
 
     def estimate(self, backend):
         """``(name, vertices, values)`` of the backend's estimate, or None."""
-        db = getattr(backend, "db", None)
-        if db is not None and hasattr(backend, "importance"):  # LinkRankBackend
-            v = db.vertices
+        core = getattr(backend, "core", None)
+        if core is not None:  # LinkRankBackend
+            v = core.db.vertices
             n = v.n
             vertices = self._map(v.fp[:n].tobytes())
-            name = self.primary or POLICY_ESTIMATE.get(backend.settings.POLICY, "importance")
-            if name == "importance":
-                values = backend.importance(np.arange(n))
+            if self.primary:
+                name = self.primary
+                values = (core.importance(np.arange(n)) if name == "importance"
+                          else core.ranking.ranks.values(name, np.arange(n)))
             else:
-                ranks = getattr(backend, "ranks", None)
-                values = ranks.values(name, np.arange(n)) if ranks is not None else np.zeros(n)
+                name, values = core.estimate()
             return name, vertices, values
         est = backend.estimate() if hasattr(backend, "estimate") else None
         if est is None:

@@ -1,0 +1,458 @@
+"""Batch application: what the crawler reported, applied at once.
+
+``record_response`` / ``record_links`` only note what happened; ``apply``
+resolves every link of the batch to a page (creating new pages), reads the
+fetched pages in order (AOPIC moves their cash to their links, through
+:class:`~frontera_linkrank.scheduling.lifecycle.PageLifecycle`), then does
+the batch-level bookkeeping (depths, parents, hints, revisits) vectorised,
+and offers the pages whose keys rose to the frontier.
+"""
+
+from __future__ import annotations
+
+import binascii
+import hashlib
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..numeric import unique
+from ..recrawl.content import content_hash as normalised_hash
+from ..recrawl.recrawler import header, status_class, validators
+from ..scheduling.lifecycle import PageLifecycle
+from ..scheduling.policies import Policy
+from ..storage.pagedb import PageDB
+from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
+from ..storage.vertices import CRAWLED, F_NORM_HASH, F_REDIRECT, F_REFRESH, F_SEED, F_VALIDATORS
+from .codec import SCORE_KEY, OutgoingRequest
+from .counters import Counters
+from .pages import PageRegistry
+
+if TYPE_CHECKING:
+    from ..recrawl.recrawler import Recrawler
+
+
+class PendingRead:
+    """A fetched page waiting for its AOPIC read when the batch is applied."""
+
+    __slots__ = ("idx", "status", "when", "score", "hash", "links", "late", "redirect_to", "validators", "kept_links")
+
+    def __init__(self, idx: int, status: int, when: float, score: float = math.nan, content_hash: int = 0,
+                 late: bool = False) -> None:
+        self.idx = idx
+        self.status = status
+        self.when = when
+        self.score = score
+        self.hash = content_hash
+        self.links = []
+        self.late = late  # links for a page already read: store them, move no cash
+        self.redirect_to = None  # page index this one redirected to
+        self.validators = None  # (etag, last_modified) to store (recrawl)
+        self.kept_links = False  # 304: the page keeps its stored out-links
+
+
+class BatchApplier:
+    """The pending batch and how it is applied (see the module docstring).
+
+    Parameters
+    ----------
+    db : PageDB
+    registry : PageRegistry
+    lifecycle : PageLifecycle
+    policy : Policy
+        The crawl policy (whether crawled pages pass content scores on).
+    counters : Counters
+    recrawler : Recrawler or None
+        Refresh bookkeeping (``LINKRANK_RECRAWL``).
+    max_pages_per_host, max_links_per_page, max_url_length : int
+        ``LINKRANK_MAX_PAGES_PER_HOST``, ``_MAX_LINKS_PER_PAGE``, ``_MAX_URL_LENGTH``.
+    """
+
+    def __init__(self, db: PageDB, registry: PageRegistry, lifecycle: PageLifecycle, policy: Policy,
+                 counters: Counters, recrawler: Recrawler | None, max_pages_per_host: int,
+                 max_links_per_page: int, max_url_length: int) -> None:
+        self.db = db
+        self.registry = registry
+        self.lifecycle = lifecycle
+        self.aopic = lifecycle.aopic
+        self.frontier = lifecycle.frontier
+        self.policy = policy
+        self.counters = counters
+        self.recrawler = recrawler
+        self.max_pages_per_host = max_pages_per_host
+        self.max_links_per_page = max_links_per_page
+        self.max_url_length = max_url_length
+        self.pending: list[PendingRead] = []
+        self.pending_by_idx: dict[int, PendingRead] = {}
+
+    def __len__(self) -> int:
+        return len(self.pending)
+
+    # -- recording ------------------------------------------------------------------------
+    def record_response(self, response: Any, now: float) -> None:
+        """Record a fetched page (any status) to be read at the next
+        :meth:`apply`; its links may follow in :meth:`record_links`.
+
+        After redirects every URL of the chain is marked crawled (with its
+        3xx status from ``meta[b'redirect_reasons']``) and linked to the
+        next; the final page gets the response. Both conventions are
+        understood: Scrapy's (``redirect_urls`` lists the URLs before the
+        response's URL) and Frontera's canonical solver's (the response is
+        renamed to the first URL and the final one appended to the list).
+        """
+        meta = response.meta
+        chain = self._redirect_chain(response)
+        if chain is None:
+            try:
+                key = self.registry.key_of(response)
+            except RejectedURL as e:
+                self.registry.reject(e, "response")
+                return
+            i = self.registry.page(response.url, key)
+            hops = ()
+        else:
+            i, hops = chain
+        if i is None:
+            return
+        score = meta.get(SCORE_KEY, math.nan)
+        try:
+            score = float(score)
+        except (TypeError, ValueError):
+            self.counters.add("invalid_scores")
+            score = math.nan
+        status = response.status_code
+        content_hash = 0
+        body = response.body
+        if body and 200 <= status < 300:
+            if isinstance(body, str):
+                body = body.encode("utf-8", "surrogateescape")
+            if self.recrawler is not None:
+                # Normalised, so a timestamp or session id is not a change
+                # (costs a few ms a page: only when pages are refreshed).
+                ctype = header(response.headers, "content-type")
+                content_hash = normalised_hash(body, ctype)
+            else:
+                content_hash = int.from_bytes(hashlib.blake2b(body, digest_size=8).digest(), "little") or 1
+        r = PendingRead(i, status, now, score, content_hash)
+        if self.recrawler is not None and (200 <= status < 300 or status == 304):
+            r.validators = validators(response.headers)
+        for src, dst, code in hops:
+            hop = PendingRead(src, code, now)
+            hop.redirect_to = dst
+            self.pending.append(hop)
+            self.pending_by_idx[src] = r  # links sent for the first URL go to the final page
+        self.pending.append(r)
+        self.pending_by_idx[i] = r
+
+    def _redirect_chain(self, response: Any) -> tuple | None:
+        """``(final page, hops)`` of a redirected response, or None if it
+        was not redirected. Each hop is ``(page, next page, 3xx status)``."""
+        meta = response.meta
+        urls = list(meta.get(b"redirect_urls") or ())
+        request = response.request
+        if not urls:
+            if request is None or request.url == response.url:
+                return None
+            urls = [request.url]  # redirected without Scrapy's meta
+        if response.url not in urls:
+            urls.append(response.url)
+        reasons = list(meta.get(b"redirect_reasons") or ())
+        pages = []
+        for url in urls:
+            j = self.registry.find_or_create(OutgoingRequest(url=url))
+            if j is not None and (not pages or pages[-1] != j):
+                pages.append(j)
+        if not pages:
+            return None, ()
+        final = pages[-1]
+        hops = []
+        for k, (a, b) in enumerate(zip(pages, pages[1:])):
+            code = reasons[k] if k < len(reasons) else 302
+            hops.append((a, b, code if isinstance(code, int) and 300 <= code < 400 else 302))
+        v = self.db.vertices
+        if hops and v.state[final] != CRAWLED and not (v.flags[final] & F_SEED):
+            v.depth[final] = v.depth[pages[0]]
+            v.parent[final] = v.parent[pages[0]]
+        return final, hops
+
+    def record_links(self, request: Any, links: list, now: float) -> None:
+        """Record the out-links of a fetched page (resolved at the next :meth:`apply`)."""
+        try:
+            key = self.registry.key_of(request)
+        except RejectedURL as e:
+            self.registry.reject(e, "source")
+            return
+        i = self.db.find(key)
+        r = self.pending_by_idx.get(i) if i is not None else None
+        if r is None:
+            # Links of a page crawled outside this batch (or never handed
+            # out): keep them, but no cash moves.
+            i = self.registry.find_or_create(request, depth=0)
+            if i is None:
+                return
+            r = PendingRead(i, 0, now, late=True)
+            self.pending.append(r)
+            self.pending_by_idx[i] = r
+            self.counters.add("late_links", len(links))
+        r.links.extend(links)
+
+    # -- applying -------------------------------------------------------------------------
+    def apply(self) -> None:
+        """Apply the pending reads: resolve links, read pages, queue children."""
+        pending = self.pending
+        if not pending:
+            return
+        self.pending = []
+        self.pending_by_idx = {}
+        resolved = self.resolve(pending)
+        self.read_pages(pending, resolved)
+
+    def resolve(self, pending: list[PendingRead]) -> list:
+        """Map each pending page's links to page indices, creating new pages.
+
+        Returns, per pending read, ``(children, n_dropped, hints,
+        n_dropped_same_host)``: distinct targets in link order without
+        self-links, valid links dropped after counting (host budget,
+        per-page cap; their shares go to ω), ``(page, score)`` hints, and
+        how many dropped links were on the page's own host.
+        This loop runs once per link: keep it lean.
+        """
+        db, v = self.db, self.db.vertices
+        index_get = db.fp_index.get
+        host_ids = db.host_ids
+        budget = self.max_pages_per_host
+        cap = self.max_links_per_page
+        max_len = self.max_url_length
+        host_known = self.registry.host_known
+        unhex = binascii.unhexlify
+        weighted = self.aopic.weighted
+        new_key, new_url, new_host, new_depth, new_parent, new_req = [], [], [], [], [], []
+        batch_new = {}
+        batch_get = batch_new.get
+        next_idx = v.n
+        out = []
+        n_links = n_self = n_dup = n_over = 0
+        for r in pending:
+            links = r.links
+            if not links:
+                out.append(None)
+                continue
+            src = r.idx
+            own = bytes(v.fp[src])
+            depth = int(v.depth[src]) + 1
+            src_host = int(v.host[src])
+            seen = {own}
+            kids = []
+            hints = None
+            dropped = dropped_same = 0
+            n_links += len(links)
+            for link in links:
+                meta = link.meta
+                fp = meta.get(b"fingerprint")
+                try:
+                    key = unhex(fp)
+                    if len(key) != 20:
+                        raise ValueError
+                except (TypeError, ValueError):
+                    try:
+                        key = fingerprint_key(fp) if fp is not None else fingerprint(link.url)
+                    except RejectedURL as e:
+                        self.registry.reject(e, "link")
+                        continue
+                if key in seen:
+                    if key == own:
+                        n_self += 1
+                    else:
+                        n_dup += 1
+                    continue
+                seen.add(key)
+                j = index_get(key)
+                if j is None:
+                    j = batch_get(key)
+                if j is None:
+                    url = link.url
+                    try:
+                        host = check_url(url, max_len)
+                    except RejectedURL as e:
+                        self.registry.reject(e, "link")
+                        continue
+                    hid = host_ids.get(host)
+                    if hid is None:
+                        hid = self.registry.host(host)
+                    if (cap and len(kids) >= cap) or (budget and host_known[hid] >= budget):
+                        dropped += 1
+                        dropped_same += hid == src_host
+                        continue
+                    host_known[hid] += 1
+                    j = batch_new[key] = next_idx
+                    next_idx += 1
+                    new_key.append(key)
+                    new_url.append(url)
+                    new_host.append(hid)
+                    new_depth.append(depth)
+                    new_parent.append(src)
+                    new_req.append(link)
+                    kids.append(j)
+                    continue
+                if cap and len(kids) >= cap:
+                    dropped += 1
+                    if weighted:
+                        h = new_host[j - v.n] if j >= v.n else int(v.host[j])
+                        dropped_same += h == src_host
+                    continue
+                kids.append(j)
+                if len(meta) > 2:
+                    hint = meta.get(SCORE_KEY)
+                    if hint is not None:
+                        hints = hints or []
+                        hints.append((j, hint))
+            n_over += dropped
+            out.append((kids, dropped, hints, dropped_same))
+        if new_key:
+            start = self.registry.new_pages(new_key, new_url, new_host, new_depth, new_parent, new_req)
+            assert start + len(new_key) == next_idx
+        self.counters.add("links", n_links)
+        self.counters.add("self_links", n_self)
+        self.counters.add("duplicate_links", n_dup)
+        self.counters.add("links_dropped", n_over)
+        return out
+
+    def read_pages(self, pending: list[PendingRead], resolved: list) -> None:
+        """AOPIC reads of the pending pages, in order, then the batch-level
+        bookkeeping (fields, depths, queue) in vectorised form."""
+        v, db, fr = self.db.vertices, self.db, self.frontier
+        weighted = self.aopic.weighted
+        empty = np.zeros(0, np.int64)
+        reads, read_kids, late_kids = [], [], []
+        for r, res in zip(pending, resolved):
+            i = r.idx
+            if res is None:
+                kids, dropped, dropped_same = empty, 0, 0
+            else:
+                kids = np.array(res[0], np.int64)
+                dropped, dropped_same = res[1], res[3]
+                if res[2]:
+                    for j, hint in res[2]:
+                        self.registry.set_hint(j, hint)
+            if r.redirect_to is not None:
+                kids = np.array([r.redirect_to], np.int64)
+            if r.status == 304 and v.n_crawls[i] and not r.late:
+                # Not modified: the page still links where it did.
+                kids = db.edges.pending_row(i)
+                if kids is None:
+                    with db.snapshot() as txn:
+                        kids = db.edges.out_links(txn, i).astype(np.int64)
+                r.kept_links = True
+            if r.late:
+                # More links for a page read earlier: union with its row.
+                old = db.edges.pending_row(i)
+                if old is None:
+                    with db.snapshot() as txn:
+                        old = db.edges.out_links(txn, i)
+                kids = np.union1d(old, kids).astype(np.int64)
+                kids = kids[kids != i]
+                db.edges.add(i, kids)
+                v.n_out[i] = len(kids)
+                db.touch(i)
+                late_kids.append(kids)
+                continue
+            same = v.host[kids] == v.host[i] if weighted and len(kids) else None
+            self.lifecycle.crawled(i, kids, dropped, r.when, same, dropped_same)
+            if not r.kept_links:
+                db.edges.add(i, kids)
+            reads.append(r)
+            read_kids.append(kids)
+        if reads:
+            self._record_reads(reads, read_kids)
+        touched = read_kids + late_kids
+        if touched:
+            kids = np.concatenate(touched)
+            if len(kids):
+                t = unique(kids)
+                db.touch(t)
+                fr.offer(t)
+
+    def _record_reads(self, reads, kids_list):
+        """Per-page fields of the pages read in this batch, and the depth,
+        parent and hint their links imply."""
+        v = self.db.vertices
+        idx = np.fromiter((r.idx for r in reads), np.int64, len(reads))
+        when = np.fromiter((r.when for r in reads), np.float64, len(reads))
+        self.counters.add("pages_crawled", len(reads))
+        if self.recrawler is not None:
+            self._record_revisits(reads, idx, when)
+        v.errors[idx] = 0
+        v.status[idx] = [r.status for r in reads]
+        redirected = np.fromiter((r.redirect_to is not None for r in reads), bool, len(reads))
+        v.flags[idx] = np.where(redirected, v.flags[idx] | F_REDIRECT, v.flags[idx] & (0xFF ^ F_REDIRECT))
+        first = v.first_crawl[idx] == 0
+        v.first_crawl[idx[first]] = when[first]
+        v.last_crawl[idx] = when
+        norm = F_NORM_HASH if self.recrawler is not None else 0
+        for r in reads:
+            if r.hash:
+                i = r.idx
+                if v.content_hash[i] and v.content_hash[i] != r.hash and (v.flags[i] & F_NORM_HASH) == norm:
+                    v.n_changes[i] += 1
+                v.content_hash[i] = r.hash
+                v.flags[i] = (v.flags[i] & (0xFF ^ F_NORM_HASH)) | norm
+            if r.score == r.score:  # not nan
+                v.score[r.idx] = r.score
+        # Out-degree, depth and parent from the rows just read.
+        srcs, dsts = [], []
+        for r, kids in zip(reads, kids_list):
+            v.n_out[r.idx] = len(kids)
+            if len(kids):
+                srcs.append(np.full(len(kids), r.idx, np.int64))
+                dsts.append(kids)
+        if not dsts:
+            return
+        src = np.concatenate(srcs)
+        dst = np.concatenate(dsts)
+        cand = v.depth[src].astype(np.int64) + 1
+        # Shortest candidate per target (ties: first link seen).
+        order = np.lexsort((cand, dst))
+        dst_o, cand_o, src_o = dst[order], cand[order], src[order]
+        firsts = np.flatnonzero(np.r_[True, dst_o[1:] != dst_o[:-1]])
+        d, c, p = dst_o[firsts], cand_o[firsts], src_o[firsts]
+        better = v.depth[d] > c
+        v.depth[d[better]] = c[better]
+        v.parent[d[better]] = p[better]
+        if self.policy.uses_hints:
+            scores = v.score[src]
+            ok = ~np.isnan(scores)
+            if ok.any():
+                np.maximum.at(v.hint, dst[ok], scores[ok])
+
+    def _record_revisits(self, reads, idx, when):
+        """Recrawl: visit history, change rates and refresh schedule of the
+        pages read (before their fields are overwritten)."""
+        v, db = self.db.vertices, self.db
+        revisit = (v.n_crawls[idx] > 1).tolist()
+        intervals = (when - v.last_crawl[idx]).tolist()
+        # A 304 carries only some validators: keep the stored others.
+        partial = [r.idx for r in reads if r.kept_links and r.validators and None in r.validators]
+        with db.snapshot() as txn:
+            stored = db.validators(partial, txn) if partial else {}
+            changed = []
+            for r, again, interval in zip(reads, revisit, intervals):
+                i = r.idx
+                ch = None  # unknown: not a usable observation
+                if again and interval > 0:
+                    old = int(v.status[i])
+                    if r.kept_links:  # 304
+                        ch = False
+                    elif old and status_class(old) != status_class(r.status):
+                        ch = True
+                    elif r.hash and v.content_hash[i] and v.flags[i] & F_NORM_HASH:
+                        ch = r.hash != int(v.content_hash[i])
+                changed.append(ch)
+                if r.validators is not None and any(r.validators):
+                    old_v = stored.get(i, (None, None))
+                    db.set_validators(i, *(new or kept for new, kept in zip(r.validators, old_v)))
+                    v.flags[i] |= F_VALIDATORS
+                v.flags[i] &= 0xFF ^ F_REFRESH
+            self.recrawler.visited(reads, revisit, changed, intervals, txn)
+        self.counters.add("changes_detected", sum(1 for c in changed if c))
+        self.counters.add("not_modified", sum(1 for r in reads if r.kept_links))

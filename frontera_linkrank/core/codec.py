@@ -1,0 +1,122 @@
+"""The request codec: what of a request the page database keeps, and the
+requests the frontier hands out.
+
+Most links are plain GETs: the page's URL and fingerprint say everything.
+A request with a method, headers, cookies, a body or meta of its own keeps
+those parts (stored with the page, flag ``F_EXTRAS``) and is handed out as
+it came in. Meta keys the frontier manages itself are not stored.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Protocol
+
+SCORE_KEY = b"score"  # response meta: content score of the page; link meta: its hint
+SEED_WEIGHT_KEY = b"seed_weight"  # seed request meta: share of ω's cash
+FINGERPRINT_KEY = b"fingerprint"
+
+# Meta keys the frontier manages itself; not stored with a request.
+INTERNAL_META = frozenset(
+    (
+        b"fingerprint",
+        b"state",
+        b"depth",
+        b"id",
+        b"_scr",
+        b"score",
+        b"domain",
+        b"redirect_urls",
+        b"redirect_fingerprints",
+        b"redirect_domains",
+        b"seed_weight",
+    )
+)
+
+Parts = tuple  # (method, headers, cookies, meta, body)
+
+
+class RequestLike(Protocol):
+    """What the core reads of a request (a Frontera ``Request`` is one)."""
+
+    url: str
+    meta: dict
+    method: bytes
+    headers: Any
+    cookies: Any
+    body: Any
+
+
+def may_have_parts(req: RequestLike) -> bool:
+    """Cheap test: False for a plain GET with only a fingerprint (and an
+    empty ``scrapy_meta``). The per-link fast path of batch application."""
+    meta = req.meta
+    return bool(
+        len(meta) > 2 or req.method != b"GET" or req.headers or req.cookies or req.body or meta.get(b"scrapy_meta")
+    )
+
+
+def request_parts(req: RequestLike) -> Parts | None:
+    """Non-default parts of a request, or None for a plain GET."""
+    meta = req.meta
+    plain = req.method == b"GET" and not req.headers and not req.cookies and not req.body
+    if plain:
+        for k, v in meta.items():
+            if k not in INTERNAL_META and (v or k != b"scrapy_meta"):
+                plain = False
+                break
+        if plain:
+            return None
+    extra = {k: v for k, v in meta.items() if k not in INTERNAL_META and (v or k != b"scrapy_meta")}
+    return (req.method, req.headers, req.cookies, extra, req.body)
+
+
+def as_score(value: Any) -> float | None:
+    """A finite float score, or None when ``value`` is not one."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+class OutgoingRequest:
+    """A request handed out by a core that has no request model of its own
+    (the adapters pass theirs: Frontera's ``Request``)."""
+
+    def __init__(self, url: str, method: bytes = b"GET", headers: Any = None, cookies: Any = None,
+                 meta: dict | None = None, body: Any = b"") -> None:
+        self.url = url
+        self.method = method
+        self.headers = headers or {}
+        self.cookies = cookies or {}
+        self.meta = meta if meta is not None else {}
+        self.body = body
+
+
+RequestFactory = Callable[..., Any]
+
+
+def build_requests(factory: RequestFactory, urls: list[str], fps_hex: bytes, depths: list[int],
+                   parts: dict[int, Parts], conditional: dict[int, dict], pages: list[int]) -> list[Any]:
+    """Requests for the leased ``pages`` (in order): URL, stored parts,
+    conditional headers of a refresh, and the frontier's meta
+    (``fingerprint`` as 40 hex bytes, ``depth``)."""
+    out = []
+    for k, (p, url) in enumerate(zip(pages, urls)):
+        stored = parts.get(p)
+        cond = conditional.get(p)
+        if stored is None:
+            meta = {b"scrapy_meta": {}}
+            req = factory(url=url, meta=meta, headers=cond)
+        else:
+            method, headers, cookies, extra, body = stored
+            meta = dict(extra)
+            meta.setdefault(b"scrapy_meta", {})
+            if cond:
+                headers = {**(headers or {}), **cond}
+            req = factory(url=url, method=method, headers=headers, cookies=cookies, meta=meta, body=body)
+        meta[FINGERPRINT_KEY] = fps_hex[40 * k : 40 * k + 40]
+        meta[b"depth"] = depths[k]
+        out.append(req)
+    return out

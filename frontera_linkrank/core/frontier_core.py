@@ -1,0 +1,348 @@
+"""The frontier core: one object that knows nothing of Frontera or Scrapy.
+
+:class:`FrontierCore` owns a page database and decides which pages a crawl
+fetches next. Its interface is small: :meth:`~FrontierCore.add_seeds`,
+:meth:`~FrontierCore.page_fetched` and :meth:`~FrontierCore.links_found`
+(a fetched page and its links), :meth:`~FrontierCore.page_failed`,
+:meth:`~FrontierCore.next_requests` (the next batch, skipping busy hosts),
+:meth:`~FrontierCore.stats` and :meth:`~FrontierCore.close`. The Frontera
+backend and the Scrapy scheduler are thin adapters over it.
+
+Calls are batched: a fetched page and its links are only recorded; the
+batch is applied (links resolved to pages, AOPIC reads, new pages queued)
+and committed as one LMDB write transaction when the crawler asks for more
+requests, when ``LINKRANK_COMMIT_PAGES`` pages are waiting, or
+``LINKRANK_COMMIT_INTERVAL`` seconds have passed. Requests are handed out
+only after the transaction that leases them has committed, so a crash
+never loses a page: uncommitted work is redone, leased pages are offered
+again when the database is reopened.
+
+Bad input never raises into the crawler: URLs that cannot be fetched are
+rejected with a reason, logged and counted (:meth:`~FrontierCore.stats`),
+and the rest of the batch goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from ..recrawl.recrawler import Recrawler
+from ..scheduling.frontier import Frontier
+from ..scheduling.lifecycle import PageLifecycle
+from ..scheduling.policies import POLICIES
+from ..scoring.aopic import Aopic
+from ..scoring.ranker import Ranking
+from ..settings import LinkRankSettings
+from ..storage.pagedb import PageDB
+from ..storage.vertices import CRAWLED, ERROR, F_EXTRAS, F_REFRESH, F_SEED, F_VALIDATORS, LEASED, NO_PAGE, UNFETCHED
+from .batch import BatchApplier
+from .codec import SEED_WEIGHT_KEY, OutgoingRequest, RequestFactory, RequestLike, build_requests
+from .counters import Counters
+from .hostkeys import HostKeys
+from .pages import PageRegistry
+from .ranking import RankingSchedule
+
+logger = logging.getLogger(__name__)
+
+
+class FrontierCore:
+    """A crawl frontier over the page database at ``settings.PATH``.
+
+    Parameters
+    ----------
+    settings : LinkRankSettings
+        Every ``LINKRANK_*`` value (validated).
+    clock : callable() -> float
+        Seconds; leases, retries, commits and history windows use it.
+    request_factory : callable(url=..., method=..., headers=..., cookies=..., meta=..., body=...)
+        Builds the requests handed out (the Frontera adapter passes
+        Frontera's ``Request``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> core = FrontierCore(LinkRankSettings({"LINKRANK_PATH": tempfile.mkdtemp() + "/db", "LINKRANK_SYNC": False}))
+    >>> core.add_seeds([OutgoingRequest("http://a.test/")])
+    >>> [r.url for r in core.next_requests(10)]
+    ['http://a.test/']
+    >>> core.close()
+    """
+
+    def __init__(self, settings: LinkRankSettings, clock: Callable[[], float] = time.time,
+                 request_factory: RequestFactory = OutgoingRequest) -> None:
+        self.settings = s = settings
+        self.clock = clock
+        self.request_factory = request_factory
+        self.policy = POLICIES[s.POLICY]
+        self.db = db = PageDB(s.PATH, map_size=s.MAP_SIZE, sync=s.SYNC, checkpoint_bytes=s.CHECKPOINT_BYTES)
+        try:
+            self._open()
+        except BaseException:
+            db.close()
+            raise
+
+    # -- opening -------------------------------------------------------------------------
+    def _open(self) -> None:
+        s, db = self.settings, self.db
+        v = db.vertices
+        self.counters = Counters(db.meta.get("counters", {}))
+        self.aopic = self._open_books()
+        self.ranking = RankingSchedule(db, s, self.counters, self.clock())
+        keys = self.policy.key_function(v, self.aopic, ranks=self.ranking.ranks, weight=s.HYBRID_WEIGHT)
+        self.frontier = Frontier(v, keys, self.policy.host_class(self.aopic))
+        self.lifecycle = PageLifecycle(v, self.aopic, self.frontier, db.touch)
+        # Leases of a previous process: that process is gone (we hold the
+        # writer lock), so its requests are offered again.
+        recovered = self.lifecycle.recover_leases()
+        if recovered:
+            self.counters.add("leases_recovered", recovered)
+            logger.info("%d requests leased by a previous run are offered again", recovered)
+        self.registry = PageRegistry(db, self.aopic, self.lifecycle, self.counters, s.MAX_URL_LENGTH,
+                                     s.LOG_REJECTED, s.OMEGA_HOSTS)
+        self.frontier.rebuild()
+        self.recrawler = Recrawler(db, s, self.importance, self.ranking.ranks, self.lifecycle) if s.RECRAWL else None
+        self.batch = BatchApplier(db, self.registry, self.lifecycle, self.policy, self.counters, self.recrawler,
+                                  s.MAX_PAGES_PER_HOST, s.MAX_LINKS_PER_PAGE, s.MAX_URL_LENGTH)
+        self.host_keys = HostKeys(db.host_names)
+        self._last_commit = self.clock()
+
+    def _open_books(self) -> Aopic:
+        """The AOPIC books as of the last commit (settled first if ω's
+        target set changed since)."""
+        s, db = self.settings, self.db
+        v = db.vertices
+        saved = db.meta.get("aopic")
+        if saved and (saved.get("policy") != s.OMEGA_POLICY or saved.get("hosts", []) != s.OMEGA_HOSTS):
+            # Settle what the old target set is owed before switching sets.
+            old = Aopic.from_saved(v, saved, db.host_ids, settings=s)
+            old.settle_all()
+            db.touch(np.arange(v.n))
+            logger.info("omega policy changed from %s to %s: settled", saved["policy"], s.OMEGA_POLICY)
+        return Aopic.from_settings(v, s, state=saved, host_ids=db.host_ids)
+
+    # -- what the crawler reports -----------------------------------------------------------
+    def add_seeds(self, seeds: Iterable[RequestLike]) -> None:
+        """Add seed requests; ω's cash is split over the new ones (by
+        ``meta[b'seed_weight']`` if given, else equally)."""
+        self.batch.apply()
+        v = self.db.vertices
+        funded: list[int] = []
+        weights: list[float] = []
+        for seed in seeds:
+            i = self.registry.find_or_create(seed, depth=0, flags=F_SEED)
+            if i is None:
+                continue
+            self.counters.add("seeds")
+            if v.n_crawls[i] or v.state[i] != UNFETCHED or i in funded:
+                continue  # already crawled (a resumed crawl) or duplicate
+            v.flags[i] |= F_SEED
+            v.depth[i] = 0
+            v.parent[i] = NO_PAGE
+            if self.policy.uses_hints:
+                self.registry.set_hint(i, max(1.0, v.hint[i]))
+            funded.append(i)
+            weights.append(self._seed_weight(seed))
+        if funded:
+            self.aopic.fund(funded, weights)
+            self.db.touch(np.asarray(funded))
+            self.frontier.offer(funded)
+
+    def _seed_weight(self, seed: RequestLike) -> float:
+        w = seed.meta.get(SEED_WEIGHT_KEY, 1.0)
+        try:
+            w = float(w)
+            if not (w > 0 and math.isfinite(w)):
+                raise ValueError
+        except (TypeError, ValueError):
+            self.counters.add("invalid_seed_weights")
+            w = 1.0
+        return w
+
+    def page_fetched(self, response: Any) -> None:
+        """Record a fetched page (any status; a response with ``url``,
+        ``meta``, ``status_code``, ``headers``, ``body``, ``request``); its
+        links may follow in :meth:`links_found`."""
+        now = self.clock()
+        # Commit the batch so far *before* recording this page, whose links
+        # are still to come.
+        self._maybe_commit(now)
+        self.batch.record_response(response, now)
+
+    def links_found(self, request: RequestLike, links: list) -> None:
+        """Record the out-links of a fetched page (resolved with the batch)."""
+        self.batch.record_links(request, links, self.clock())
+
+    def page_failed(self, request: RequestLike, error: Any) -> None:
+        """A fetch failed: retry later, or give up after ``LINKRANK_MAX_RETRIES``
+        (at once if ``request.meta[b'dont_retry']``: robots.txt, offsite)."""
+        now = self.clock()
+        i = self.registry.find_or_create(request, depth=0)
+        if i is None:
+            return
+        self.batch.apply()  # its pending reads, if any, come first
+        v = self.db.vertices
+        refresh = v.state[i] == LEASED and bool(v.flags[i] & F_REFRESH)
+        if v.state[i] in (CRAWLED, ERROR) and v.n_crawls[i]:
+            self.counters.add("errors_after_crawl")
+            return
+        v.errors[i] += 1
+        self.db.set_error(i, error)
+        self.counters.add("fetch_errors")
+        if v.errors[i] > self.settings.MAX_RETRIES or request.meta.get(b"dont_retry"):
+            self.lifecycle.give_up(i)
+            self.counters.add("pages_failed")
+        elif refresh:
+            # A failed refresh: the stored copy stays; try again later.
+            self.lifecycle.refresh_returned(i)
+            self.recrawler.schedule(i, now + self.settings.RETRY_DELAY * 2 ** (int(v.errors[i]) - 1))
+            self.counters.add("refresh_retries")
+        else:
+            self.lifecycle.retry(i, now + self.settings.RETRY_DELAY)
+            self.counters.add("retries")
+        self._maybe_commit(now)
+
+    def schedule(self, request: RequestLike, score: float | None = None) -> None:
+        """Add ``request`` as a page (if new); ``score`` raises its hint."""
+        i = self.registry.find_or_create(request)
+        if i is not None and score is not None:
+            self.registry.set_hint(i, score)
+            self.frontier.offer([i])
+
+    # -- handing out ----------------------------------------------------------------------------
+    def next_requests(self, max_n: int, key_type: str = "domain", overused_keys: Iterable[str] = ()) -> list:
+        """Lease and return up to ``max_n`` requests, best first, none for
+        a host in ``overused_keys`` (host names, or IPs with
+        ``key_type="ip"``). ``max_n`` 0 applies and commits the batch."""
+        self.batch.apply()
+        now = self.clock()
+        self.ranking.step(now, self._commit, self._ranking_installed)
+        for page in self.lifecycle.expire(now, self.settings.LEASE_TIMEOUT):
+            self.recrawler.schedule(page, now)
+        self.frontier.release_retries(now)
+        if max_n <= 0:
+            self._commit()
+            return []
+        skip = self.host_keys.skip_function(key_type, overused_keys or ())
+        cap = self.settings.MAX_REQUESTS_PER_HOST
+        counts: dict[int, int] = {}  # host -> requests in this batch, refreshes and new pages alike
+        rc = self.recrawler
+        refresh: list[int] = []
+        if rc is not None:
+            rc.step(now, self.counters.get("pages_crawled", 0))
+            refresh = rc.take(round(rc.share * max_n), now, skip, cap, counts)
+        pages = self.lifecycle.take(max_n - len(refresh), now, skip_host=skip, max_per_host=cap,
+                                    offsets=(self.aopic.A, 0.0), counts=counts)
+        if rc is not None and len(refresh) + len(pages) < max_n:
+            refresh += rc.take(max_n - len(refresh) - len(pages), now, skip, cap, counts, fill=True)
+        pages += refresh
+        if pages:
+            self.counters.add("requests_out", len(pages))
+            if refresh:
+                self.counters.add("refreshes_out", len(refresh))
+        self._commit()
+        return self._requests(pages)
+
+    def _requests(self, pages: list[int]) -> list:
+        if not pages:
+            return []
+        db, v = self.db, self.db.vertices
+        with db.snapshot() as txn:
+            urls = db.urls(pages, txn)
+            idx = np.asarray(pages, np.int64)
+            extra_pages = idx[(v.flags[idx] & F_EXTRAS) != 0].tolist()
+            extras = db.request_extras(extra_pages, txn) if extra_pages else {}
+            conditional = {}
+            if self.recrawler is not None:
+                want = (v.flags[idx] & (F_REFRESH | F_VALIDATORS)) == (F_REFRESH | F_VALIDATORS)
+                conditional = self.recrawler.conditional_headers(idx[want].tolist(), txn)
+        fps = v.fp[pages].tobytes().hex().encode("ascii")
+        return build_requests(self.request_factory, urls, fps, v.depth[pages].tolist(), extras, conditional, pages)
+
+    def _ranking_installed(self, ranking: Ranking) -> None:
+        if self.policy.rebuild_on_ranking:
+            self.frontier.rebuild()
+
+    # -- committing -------------------------------------------------------------------------------
+    def _maybe_commit(self, now: float) -> None:
+        s = self.settings
+        if len(self.batch) >= s.COMMIT_PAGES or (s.COMMIT_INTERVAL and now - self._last_commit >= s.COMMIT_INTERVAL):
+            self.batch.apply()
+            self._commit()
+
+    def _commit(self) -> None:
+        meta = {
+            "aopic": {**self.aopic.state_dict(), "hosts": self.settings.OMEGA_HOSTS},
+            "counters": self.counters,
+            "policy": self.settings.POLICY,
+        }
+        if self.recrawler is not None:
+            meta["recrawl"] = self.recrawler.state_dict()
+        self.db.commit(meta)
+        self._last_commit = self.clock()
+        self.counters.add("commits")
+
+    def close(self) -> None:
+        """Apply and commit what is pending, and close the page database."""
+        self.ranking.cancel()  # it holds a snapshot of the database we close
+        if self.db.env is not None:
+            self.batch.apply()
+            self._commit()
+            self.db.close()
+
+    # -- reporting ----------------------------------------------------------------------------------
+    def finished(self) -> bool:
+        """Nothing pending, queued, leased, waiting a retry or due a refresh."""
+        return (
+            not len(self.batch)
+            and self.frontier.is_empty()
+            and (self.recrawler is None or not len(self.recrawler.refresher))
+        )
+
+    def state(self, request: RequestLike) -> int | None:
+        """Crawl state (``UNFETCHED`` ... ``ERROR``) of the page of ``request``, or None if unknown."""
+        i = self.registry.find(request)
+        return None if i is None else int(self.db.vertices.state[i])
+
+    def url_of(self, fingerprint: bytes) -> str | None:
+        """URL of the page with 20-byte ``fingerprint``, or None."""
+        i = self.db.find(fingerprint)
+        return None if i is None else self.db.urls([i])[0]
+
+    def stats(self) -> dict[str, Any]:
+        """Figures for logs and Scrapy's stats collector."""
+        v = self.db.vertices
+        a = self.aopic
+        out: dict[str, Any] = dict(self.counters)
+        out.update(
+            pages=v.n,
+            hosts=len(self.db.host_names),
+            queued=self.frontier.n_queued,
+            leased=self.frontier.n_leased,
+            waiting_retry=self.frontier.n_waiting,
+            omega_cash=a.omega,
+            history_total=a.G,
+            error_bound=a.error_bound,
+            ranking_version=self.ranking.ranks.version,
+            ranking_pages=self.ranking.ranks.n,
+        )
+        if self.recrawler is not None:
+            out["refresh_scheduled"] = len(self.recrawler.refresher)
+        return out
+
+    def importance(self, idx: np.ndarray | None = None) -> np.ndarray:
+        """AOPIC importance estimate of pages ``idx`` (default all)."""
+        return self.aopic.importance(idx)
+
+    def estimate(self) -> tuple[str, np.ndarray]:
+        """``(name, values)``: the policy's own importance estimate of every
+        known page (AOPIC importance, or the last ranking's vector)."""
+        n = self.db.n_pages
+        name = self.policy.estimate
+        if name == "importance":
+            return name, self.importance(np.arange(n))
+        return name, self.ranking.ranks.values(name, np.arange(n))

@@ -1,0 +1,151 @@
+"""The page registry: requests to pages (by fingerprint), new pages, hosts,
+hints and rejected URLs."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..scheduling.lifecycle import PageLifecycle
+from ..scoring.aopic import Aopic
+from ..storage.pagedb import PageDB
+from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
+from ..storage.vertices import F_EXTRAS, NO_PAGE
+from .codec import FINGERPRINT_KEY, SCORE_KEY, RequestLike, may_have_parts, request_parts
+from .counters import Counters
+
+logger = logging.getLogger(__name__)
+
+
+class PageRegistry:
+    """Find or create the page of a request.
+
+    Parameters
+    ----------
+    db : PageDB
+    aopic : Aopic
+        New hosts of the ``hosts`` target set are marked in its books.
+    lifecycle : PageLifecycle
+        New pages enter the books through :meth:`PageLifecycle.created`.
+    counters : Counters
+    max_url_length, log_rejected : int
+        ``LINKRANK_MAX_URL_LENGTH`` and ``LINKRANK_LOG_REJECTED``.
+    omega_hosts : list of str
+        ``LINKRANK_OMEGA_HOSTS``.
+    """
+
+    def __init__(self, db: PageDB, aopic: Aopic, lifecycle: PageLifecycle, counters: Counters,
+                 max_url_length: int, log_rejected: int, omega_hosts: Sequence[str]) -> None:
+        self.db = db
+        self.aopic = aopic
+        self.lifecycle = lifecycle
+        self.counters = counters
+        self.max_url_length = max_url_length
+        self.log_rejected = log_rejected
+        self.omega_hosts = omega_hosts
+        v = db.vertices
+        # Known pages per host (the host budget LINKRANK_MAX_PAGES_PER_HOST).
+        self.host_known: list[int] = np.bincount(v.host[: v.n], minlength=len(db.host_names)).tolist()
+        self._rejected_logged: dict[str, int] = {}
+
+    # -- hosts ------------------------------------------------------------------------------
+    def host(self, name: str) -> int:
+        """Host id of ``name``, registering new hosts with AOPIC."""
+        hid = self.db.host_ids.get(name)
+        if hid is None:
+            hid = self.db.host_id(name)
+            self.host_known.append(0)
+            if self.aopic.policy == "hosts" and name in self.omega_hosts:
+                self.aopic.set_host_target(hid, True)
+        return hid
+
+    # -- rejected URLs ------------------------------------------------------------------------
+    def reject(self, exc: Exception, where: str) -> None:
+        """Count and log (the first ``log_rejected`` of a reason at WARNING)
+        a URL that cannot be a page."""
+        reason = exc.reason if isinstance(exc, RejectedURL) else "malformed"
+        self.counters.add("rejected_" + reason)
+        seen = self._rejected_logged.get(reason, 0)
+        self._rejected_logged[reason] = seen + 1
+        level = logging.WARNING if seen < self.log_rejected else logging.DEBUG
+        logger.log(level, "rejected %s URL (%s): %s", where, reason, exc)
+
+    # -- pages ----------------------------------------------------------------------------------
+    @staticmethod
+    def key_of(req: RequestLike) -> bytes:
+        """20-byte page key of a request (computed if the meta lacks it)."""
+        fp = req.meta.get(FINGERPRINT_KEY)
+        if fp is None:
+            return fingerprint(req.url)
+        return fingerprint_key(fp)
+
+    def find(self, req: RequestLike) -> int | None:
+        """Index of the page of ``req``, or None (unknown or rejected URL)."""
+        try:
+            return self.db.find(self.key_of(req))
+        except RejectedURL:
+            return None
+
+    def find_or_create(self, req: RequestLike, depth: int = 0, parent: int = NO_PAGE, flags: int = 0) -> int | None:
+        """Index of the page of request ``req``, creating it if new; None if
+        its URL is rejected."""
+        try:
+            key = self.key_of(req)
+        except RejectedURL as e:
+            self.reject(e, "request")
+            return None
+        return self.page(req.url, key, req, depth, parent, flags)
+
+    def page(self, url: str, key: bytes, req: RequestLike | None = None, depth: int = 0, parent: int = NO_PAGE,
+             flags: int = 0) -> int | None:
+        """Index of the page ``key``, creating (and queueing) it if new."""
+        i = self.db.find(key)
+        if i is not None:
+            return i
+        try:
+            host = check_url(url, self.max_url_length)
+        except RejectedURL as e:
+            self.reject(e, "request")
+            return None
+        hid = self.host(host)
+        self.host_known[hid] += 1
+        i = self.new_pages([key], [url], [hid], depth, parent, [req] if req is not None else [], flags)
+        self.lifecycle.frontier.offer([i])
+        return i
+
+    def new_pages(self, fps: list[bytes], urls: list[str], hosts: list[int], depth: Any, parents: Any,
+                  reqs: Sequence[RequestLike], flags: int = 0) -> int:
+        """Append pages (``depth``/``parents`` arrays or scalars) with their
+        requests' stored parts and hints; returns the first new index."""
+        db, v = self.db, self.db.vertices
+        start = db.add_pages(fps, urls, hosts)
+        k = len(fps)
+        sl = slice(start, start + k)
+        v.depth[sl] = depth
+        v.parent[sl] = parents
+        if flags:
+            v.flags[sl] = flags
+        for j, req in enumerate(reqs):
+            if may_have_parts(req):
+                parts = request_parts(req)
+                if parts is not None:
+                    db.set_request_extras(start + j, parts)
+                    v.flags[start + j] |= F_EXTRAS
+                hint = req.meta.get(SCORE_KEY)
+                if hint is not None:
+                    self.set_hint(start + j, hint)
+        self.lifecycle.created(start, k)
+        return start
+
+    def set_hint(self, i: int, value: Any) -> None:
+        """Raise page ``i``'s hint (content score of the links to it) to ``value``."""
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            self.counters.add("invalid_scores")
+            return
+        if math.isfinite(value) and value > self.db.vertices.hint[i]:
+            self.db.vertices.hint[i] = value

@@ -1,0 +1,111 @@
+"""The ranking schedule: when the periodic PageRank/HITS of the known graph
+runs, and installing its result.
+
+A ranking starts when the crawl has grown by ``LINKRANK_RANK_GROWTH`` of
+the pages crawled at the last one and by at least
+``LINKRANK_RANK_EVERY_PAGES`` pages, or ``LINKRANK_RANK_INTERVAL`` seconds
+have passed: every 1,000 pages up to 10,000 crawled, then every 10% with
+the defaults, so the total cost stays near that of one ranking of the final
+graph. It runs in a background thread on its own LMDB snapshot
+(``LINKRANK_RANK_BACKGROUND``) or inline.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Callable
+
+from ..scoring.ranker import BackgroundRanker, RankConfig, Ranking, RankScores, content_scores, load_stored
+from ..scoring.ranker import rank_snapshot, store
+from ..storage.pagedb import PageDB
+from .counters import Counters
+
+if TYPE_CHECKING:
+    from ..settings import LinkRankSettings
+
+logger = logging.getLogger(__name__)
+
+
+class RankingSchedule:
+    """Periodic rankings of a crawl (see the module docstring).
+
+    Parameters
+    ----------
+    db : PageDB
+    settings : LinkRankSettings
+    counters : Counters
+        ``pages_crawled`` drives the schedule; ``rankings`` counts installs.
+    now : float
+        The clock at open.
+    """
+
+    def __init__(self, db: PageDB, settings: LinkRankSettings, counters: Counters, now: float) -> None:
+        s = self.settings = settings
+        self.db = db
+        self.counters = counters
+        self.ranks = RankScores(load_stored(db) if s.RANK_ALGORITHMS else None)
+        self.config = RankConfig.from_settings(s) if s.RANK_ALGORITHMS else None
+        self.ranker = BackgroundRanker(db, self.config) if self.config and s.RANK_BACKGROUND else None
+        crawled = counters.get("pages_crawled", 0)
+        # A crawl with pages but no ranking yet (say, switched to a ranked
+        # policy) ranks at once; otherwise after the configured interval.
+        self.mark = (-1 if crawled and self.ranks.n == 0 else crawled, now)
+
+    def _due(self, crawled: int, now: float) -> bool:
+        s = self.settings
+        last_crawled, last_time = self.mark
+        if crawled == last_crawled:
+            return False
+        grown = crawled - last_crawled
+        return bool(
+            (s.RANK_EVERY_PAGES and grown >= max(s.RANK_EVERY_PAGES, s.RANK_GROWTH * last_crawled))
+            or (s.RANK_INTERVAL and now - last_time >= s.RANK_INTERVAL)
+            or last_crawled < 0
+        )
+
+    def step(self, now: float, commit: Callable[[], None], installed: Callable[[Ranking], None]) -> None:
+        """Install a finished ranking (``installed`` is told); start the next
+        one when it is due (after ``commit``: its snapshot then holds
+        everything crawled so far)."""
+        if self.config is None:
+            return
+        if self.ranker is not None:
+            done = self.ranker.poll()
+            if done is not None:
+                self._install(done, installed)
+            if self.ranker.running:
+                return
+        crawled = self.counters.get("pages_crawled", 0)
+        if not self._due(crawled, now):
+            return
+        commit()
+        self.mark = (crawled, now)
+        version = self.ranks.version + 1
+        # Content scores are copied now: the page table changes while a
+        # background ranking runs.
+        scores = content_scores(self.db, self.db.n_pages) if self.config.personalized else None
+        if self.ranker is not None:
+            self.db.reserve()  # commits meanwhile should not need to grow the map
+            self.ranker.start(version, self.ranks.ranking, scores)
+        else:
+            ranking = rank_snapshot(self.db, self.config, version=version, previous=self.ranks.ranking, scores=scores)
+            self._install(ranking, installed)
+
+    def _install(self, ranking: Ranking, installed: Callable[[Ranking], None]) -> None:
+        """Store a finished ranking and tell ``installed`` (re-keys the queue)."""
+        store(self.db, ranking)
+        self.ranks.ranking = ranking
+        installed(ranking)
+        self.counters.add("rankings")
+        for name, info in ranking.info.items():
+            if name != "hub":
+                logger.info(
+                    "ranking %d: %s over %d pages, %d links: %d iterations (%s), %.2f s",
+                    ranking.version, name, ranking.n_pages, info["n_links"], info["iterations"],
+                    info["stopped"], info["seconds"],
+                )
+
+    def cancel(self) -> None:
+        """Stop a background ranking (it holds a snapshot of the database)."""
+        if self.ranker is not None:
+            self.ranker.cancel()
