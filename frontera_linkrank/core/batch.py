@@ -208,7 +208,7 @@ class BatchApplier:
         resolved = self.resolve(pending)
         self.read_pages(pending, resolved)
 
-    def resolve(self, pending: list[PendingRead]) -> list:
+    def resolve(self, pending: list[PendingRead]) -> list:  # long: one pass per link, inline for speed
         """Map each pending page's links to page indices, creating new pages.
 
         Returns, per pending read, ``(children, n_dropped, hints,
