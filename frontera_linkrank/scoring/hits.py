@@ -24,12 +24,17 @@ Two hubs pointing at the same two pages, a third hub at one of them:
 [0.333, 0.333, 0.333, 0.0, 0.0]
 """
 
+from __future__ import annotations
+
 import time
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
-from .pagerank import as_links
+from .links import LinkOperator
+from .pagerank import Progress, as_links
 
 
 @dataclass
@@ -44,18 +49,19 @@ class HitsResult:
     seconds: float = 0.0
 
     @property
-    def stopped(self):
+    def stopped(self) -> str:
+        """``"tolerance"`` or ``"max_iter"``: what stopped the iteration."""
         return "tolerance" if self.converged else "max_iter"
 
 
-def _normalise(v):
+def _normalise(v: np.ndarray) -> np.ndarray:
     s = v.sum()
     if s > 0:
         v /= s
     return v
 
 
-def relevance_vector(n, scores=None, default=1.0):
+def relevance_vector(n: int, scores: ArrayLike | None = None, default: float = 1.0) -> np.ndarray | None:
     """Content scores clipped to [0, 1]; pages without one (nan) count
     ``default`` (1: an unknown page is not presumed off-topic)."""
     if scores is None:
@@ -66,7 +72,13 @@ def relevance_vector(n, scores=None, default=1.0):
     return np.clip(np.where(np.isnan(r), default, r), 0.0, 1.0)
 
 
-def hits(graph, relevance=None, tol=1e-8, max_iter=200, callback=None):
+def hits(
+    graph: sp.spmatrix | LinkOperator,
+    relevance: ArrayLike | None = None,
+    tol: float = 1e-8,
+    max_iter: int = 200,
+    callback: Progress | None = None,
+) -> HitsResult:
     """HITS of ``graph`` by power iteration.
 
     Parameters

@@ -34,7 +34,7 @@ Examples
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -50,6 +50,26 @@ if TYPE_CHECKING:
 # from the blocks, the matrix built from it and its transpose): what
 # mode="auto" compares with the memory limit. Measured by benchmarks/rank.py.
 LINK_BYTES_LOADED = 28
+
+
+class LinkOperator(Protocol):
+    """What the rankers need of a link graph over ``n`` pages: the two
+    products and the out-degrees (:class:`MatrixLinks`,
+    :class:`StreamedLinks`, :class:`~.seeds.SubgraphLinks`)."""
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def out_degree(self) -> np.ndarray: ...
+
+    def push(self, x: np.ndarray) -> np.ndarray:
+        """``y[j] = sum(x[i] for links i -> j)``."""
+        ...
+
+    def pull(self, y: np.ndarray) -> np.ndarray:
+        """``x[i] = sum(y[j] for links i -> j)``."""
+        ...
 
 
 class MatrixLinks:
@@ -334,4 +354,4 @@ def snapshot_pages(db: PageDB, txn: lmdb.Transaction) -> int:
     return int(json.loads(bytes(raw)).get("n_pages", 0))
 
 
-__all__ = ["MatrixLinks", "StreamedLinks", "database_adjacency", "database_links", "snapshot_pages"]
+__all__ = ["LinkOperator", "MatrixLinks", "StreamedLinks", "database_adjacency", "database_links", "snapshot_pages"]

@@ -24,12 +24,21 @@ Examples
 [0.4522, 0.1922, 0.3556]
 """
 
+from __future__ import annotations
+
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
-from .links import MatrixLinks
+from .links import LinkOperator, MatrixLinks
+
+# Called after each iteration with (iteration, L1 change): progress reports.
+Progress = Callable[[int, float], object]
 
 
 @dataclass
@@ -41,15 +50,15 @@ class RankResult:
     delta: float  # relative L1 change of the last iteration
     converged: bool
     seconds: float = 0.0
-    info: dict = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def stopped(self):
+    def stopped(self) -> str:
         """``"tolerance"`` or ``"max_iter"``: what stopped the iteration."""
         return "tolerance" if self.converged else "max_iter"
 
 
-def as_links(graph):
+def as_links(graph: sp.spmatrix | LinkOperator) -> LinkOperator:
     """A link operator (see :mod:`.links`) for ``graph``: passed through if it
     already is one, else a sparse adjacency matrix (row = source)."""
     if hasattr(graph, "push") and hasattr(graph, "out_degree"):
@@ -57,7 +66,7 @@ def as_links(graph):
     return MatrixLinks(graph)
 
 
-def teleport_vector(n, weights=None):
+def teleport_vector(n: int, weights: ArrayLike | None = None) -> np.ndarray:
     """Normalised teleport vector: uniform, or ``weights`` (nan and negative
     values count 0). Raises ValueError if no weight is positive."""
     if weights is None:
@@ -72,7 +81,15 @@ def teleport_vector(n, weights=None):
     return r / total
 
 
-def pagerank(graph, damping=0.85, teleport=None, tol=1e-8, max_iter=200, x0=None, callback=None):
+def pagerank(
+    graph: sp.spmatrix | LinkOperator,
+    damping: float = 0.85,
+    teleport: ArrayLike | None = None,
+    tol: float = 1e-8,
+    max_iter: int = 200,
+    x0: ArrayLike | None = None,
+    callback: Progress | None = None,
+) -> RankResult:
     """PageRank of ``graph`` by power iteration.
 
     Parameters

@@ -53,14 +53,19 @@ Two complete bipartite cores, K(3,2) and K(2,2), on different hosts:
 (100.0, {1: None})
 """
 
+from __future__ import annotations
+
 import heapq
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from .hits import hits
+from .traversal import base_set, bfs_levels, core_distances
 
 __all__ = [
     "Core",
@@ -80,15 +85,17 @@ __all__ = [
 class Core:
     """One extracted bipartite core (page indices sorted)."""
 
-    hubs: list
-    authorities: list
+    hubs: list[int]
+    authorities: list[int]
     edges: int  # links from the hubs to the authorities
     seed: int
     round: int  # 0-based extraction round
-    distances: dict = field(default_factory=dict)  # other core's round -> directed distance (None: no path)
+    distances: dict[int, int | None] = field(
+        default_factory=dict
+    )  # other core's round -> directed distance (None: no path)
 
     @property
-    def cover_density(self):
+    def cover_density(self) -> float:
         """``100 |E(H, A)| / (|H| |A|)``: 100 for a complete bipartite core."""
         return 100.0 * self.edges / (len(self.hubs) * len(self.authorities)) if self.hubs else 100.0
 
@@ -98,26 +105,28 @@ class SeedResult:
     """Seeds (one per core, in extraction order), the cores, and how each
     round went."""
 
-    seeds: list
-    cores: list
-    rounds: list  # per round: iterations, converged, delta, hits_seconds, core_seconds, seconds (all of it)
+    seeds: list[int]
+    cores: list[Core]
+    rounds: list[
+        dict[str, Any]
+    ]  # per round: iterations, converged, delta, hits_seconds, core_seconds, seconds (all of it)
     links: int = 0  # links HITS ran on (after pruning)
     seconds: float = 0.0
 
 
-def _rows(a):
+def _rows(a: sp.csr_matrix) -> np.ndarray:
     """Source page of every stored link of CSR ``a``."""
     return np.repeat(np.arange(a.shape[0]), np.diff(a.indptr))
 
 
-def _keep(a, keep):
+def _keep(a: sp.csr_matrix, keep: np.ndarray) -> sp.csr_matrix:
     """CSR ``a`` with only the links where ``keep`` is set (entries 1)."""
     indptr = np.zeros(a.shape[0] + 1, np.int64)
     np.cumsum(np.bincount(_rows(a)[keep], minlength=a.shape[0]), out=indptr[1:])
     return sp.csr_matrix((np.ones(int(indptr[-1])), a.indices[keep], indptr), shape=a.shape)
 
 
-def _binary(adjacency):
+def _binary(adjacency: sp.spmatrix | ArrayLike) -> sp.csr_matrix:
     """CSR adjacency with every link counted once and no self-links."""
     a = sp.csr_matrix(adjacency, copy=True)
     if a.shape[0] != a.shape[1]:
@@ -126,14 +135,14 @@ def _binary(adjacency):
     return _keep(a, (_rows(a) != a.indices) & (a.data != 0))
 
 
-def _prune(a, hosts):
+def _prune(a: sp.csr_matrix, hosts: ArrayLike) -> sp.csr_matrix:
     hosts = np.asarray(hosts)
     if hosts.shape != (a.shape[0],):
         raise ValueError(f"hosts has shape {hosts.shape}, expected ({a.shape[0]},)")
     return _keep(a, hosts[_rows(a)] != hosts[a.indices])
 
 
-def prune_same_host(adjacency, hosts):
+def prune_same_host(adjacency: sp.spmatrix | ArrayLike, hosts: ArrayLike) -> sp.csr_matrix:
     """Adjacency (CSR, links counted once) without links between pages of
     the same host and without self-links.
 
@@ -163,7 +172,7 @@ class SubgraphLinks:
 
     streamed = False
 
-    def __init__(self, csr, csc=None, alive=None):
+    def __init__(self, csr: sp.csr_matrix, csc: sp.csc_matrix | None = None, alive: ArrayLike | None = None) -> None:
         csc = csr.tocsc() if csc is None else csc
         self.n = csr.shape[0]
         self.alive = np.ones(self.n, bool) if alive is None else np.asarray(alive, bool).copy()
@@ -176,30 +185,31 @@ class SubgraphLinks:
         if alive is not None:
             self._reweigh()
 
-    def _reweigh(self):
+    def _reweigh(self) -> None:
         live = self.alive
         np.logical_and(live[self._a_rows], live[self._a.indices], out=self._a.data, casting="unsafe")
         np.logical_and(live[self._at_rows], live[self._at.indices], out=self._at.data, casting="unsafe")
 
-    def remove(self, pages):
+    def remove(self, pages: ArrayLike) -> None:
         """Take ``pages`` and their links out of the subgraph."""
         self.alive[np.asarray(pages, np.int64)] = False
         self._reweigh()
 
     @property
-    def n_links(self):
+    def n_links(self) -> int:
+        """Links within the subgraph."""
         return int(np.count_nonzero(self._a.data))
 
     @property
-    def out_degree(self):
+    def out_degree(self) -> np.ndarray:
         """Links of each page within the subgraph."""
         return np.rint(self._a @ np.ones(self.n)).astype(np.int64)
 
-    def push(self, x):
+    def push(self, x: np.ndarray) -> np.ndarray:
         """``y[j] = sum(x[i] for live links i -> j)``."""
         return self._at @ x
 
-    def pull(self, y):
+    def pull(self, y: np.ndarray) -> np.ndarray:
         """``x[i] = sum(y[j] for live links i -> j)``."""
         return self._a @ y
 
@@ -211,12 +221,12 @@ class _BestFirst:
     candidate), so Python work is per batch and per candidate examined,
     not per link. Candidates that joined the core are skipped lazily."""
 
-    def __init__(self, scores, members, alive):
+    def __init__(self, scores: np.ndarray, members: np.ndarray, alive: np.ndarray) -> None:
         self.scores, self.members, self.alive = scores, members, alive
-        self.heap = []
-        self.batches = []
+        self.heap: list[tuple[float, int, int, int]] = []
+        self.batches: list[tuple[np.ndarray, np.ndarray]] = []
 
-    def add(self, nodes):
+    def add(self, nodes: np.ndarray) -> None:
         nodes = nodes[self.alive[nodes] & ~self.members[nodes]]
         s = self.scores[nodes]
         nodes, s = nodes[s > 0], s[s > 0]
@@ -226,7 +236,7 @@ class _BestFirst:
             self.batches.append((nodes, s))
             heapq.heappush(self.heap, (-float(s[0]), int(nodes[0]), len(self.batches) - 1, 0))
 
-    def peek(self):
+    def peek(self) -> int | None:
         """The best candidate not yet a member, or None (not removed)."""
         heap, members = self.heap, self.members
         while heap:
@@ -244,7 +254,99 @@ class _BestFirst:
         return None
 
 
-def extract_core(csr, csc, hubs, authorities, alive=None, cover_density=100.0, core_size=None, new_members=1):
+class _CoreGrowth:
+    """A bipartite core (H, A) as it grows, with the links of each page into
+    A and from H kept up to date as members join (each member's links are
+    read once), so a density check is O(1)."""
+
+    def __init__(
+        self, csr: sp.csr_matrix, csc: sp.csc_matrix, hubs: np.ndarray, authorities: np.ndarray, alive: np.ndarray
+    ) -> None:
+        n = csr.shape[0]
+        self.csr, self.csc = csr, csc
+        self.in_h = np.zeros(n, bool)
+        self.in_a = np.zeros(n, bool)
+        self.to_a = np.zeros(n, np.int64)
+        self.from_h = np.zeros(n, np.int64)
+        self.H: list[int] = []
+        self.A: list[int] = []
+        self.edges = 0
+        self.hub_cands = _BestFirst(hubs, self.in_h, alive)
+        self.auth_cands = _BestFirst(authorities, self.in_a, alive)
+
+    def add_hub(self, v: int, e: int) -> None:
+        """Hub ``v`` joins, with ``e`` links into A."""
+        self.in_h[v] = True
+        self.H.append(v)
+        self.edges += e
+        out = self.csr.indices[self.csr.indptr[v] : self.csr.indptr[v + 1]]
+        self.from_h[out] += 1
+        self.auth_cands.add(out)
+
+    def add_authority(self, w: int, e: int) -> None:
+        """Authority ``w`` joins, with ``e`` links from H."""
+        self.in_a[w] = True
+        self.A.append(w)
+        self.edges += e
+        into = self.csc.indices[self.csc.indptr[w] : self.csc.indptr[w + 1]]
+        self.to_a[into] += 1
+        self.hub_cands.add(into)
+
+    def grow_to_size(self, core_size: int, new_members: int) -> None:
+        """The fixed-size procedure: ``new_members`` per side and step."""
+        # Adding a hub changes only the authority candidates (and the
+        # reverse), so taking the best one m times is the paper's "top m".
+        H, A = self.H, self.A
+        while len(H) + len(A) < core_size:
+            grew = False
+            for _ in range(min(new_members, core_size - len(H) - len(A))):
+                v = self.hub_cands.peek()
+                if v is None:
+                    break
+                self.add_hub(v, int(self.to_a[v]))
+                grew = True
+            for _ in range(min(new_members, core_size - len(H) - len(A))):
+                w = self.auth_cands.peek()
+                if w is None:
+                    break
+                self.add_authority(w, int(self.from_h[w]))
+                grew = True
+            if not grew:
+                return
+
+    def grow_dense(self, target: float) -> None:
+        """The fixed-density procedure: one member per side and step while
+        the cover density stays at or above ``target``."""
+        H, A = self.H, self.A
+        while True:
+            grew = False
+            v = self.hub_cands.peek()
+            if v is not None:
+                e = int(self.to_a[v])
+                if 100.0 * (self.edges + e) >= target * (len(H) + 1) * len(A):
+                    self.add_hub(v, e)
+                    grew = True
+            if H:
+                w = self.auth_cands.peek()
+                if w is not None:
+                    e = int(self.from_h[w])
+                    if 100.0 * (self.edges + e) >= target * len(H) * (len(A) + 1):
+                        self.add_authority(w, e)
+                        grew = True
+            if not grew:
+                return
+
+
+def extract_core(
+    csr: sp.csr_matrix,
+    csc: sp.csc_matrix,
+    hubs: np.ndarray,
+    authorities: np.ndarray,
+    alive: np.ndarray | None = None,
+    cover_density: float = 100.0,
+    core_size: int | None = None,
+    new_members: int = 1,
+) -> tuple[list[int], list[int], int] | None:
     """Grow one bipartite core around the best live authority (module
     docstring, step 3).
 
@@ -274,96 +376,27 @@ def extract_core(csr, csc, hubs, authorities, alive=None, cover_density=100.0, c
     first = int(np.argmax(a))  # ties: lowest index
     if not a[first] > 0:
         return None
-    in_h = np.zeros(n, bool)
-    in_a = np.zeros(n, bool)
-    # Links of each page into A and from H, kept up to date as members join
-    # (each member's links are read once), so a density check is O(1).
-    to_a = np.zeros(n, np.int64)
-    from_h = np.zeros(n, np.int64)
-    H, A = [], []
-    edges = 0
-    hub_cands = _BestFirst(hubs, in_h, alive)
-    auth_cands = _BestFirst(authorities, in_a, alive)
-
-    def links_to_a(v):
-        return int(to_a[v])
-
-    def links_from_h(w):
-        return int(from_h[w])
-
-    def add_hub(v, e):
-        nonlocal edges
-        in_h[v] = True
-        H.append(v)
-        edges += e
-        out = csr.indices[csr.indptr[v] : csr.indptr[v + 1]]
-        from_h[out] += 1
-        auth_cands.add(out)
-
-    def add_authority(w, e):
-        nonlocal edges
-        in_a[w] = True
-        A.append(w)
-        edges += e
-        into = csc.indices[csc.indptr[w] : csc.indptr[w + 1]]
-        to_a[into] += 1
-        hub_cands.add(into)
-
-    add_authority(first, 0)
-
+    core = _CoreGrowth(csr, csc, hubs, authorities, alive)
+    core.add_authority(first, 0)
     if core_size is not None:
-        # Adding a hub changes only the authority candidates (and the
-        # reverse), so taking the best one m times is the paper's "top m".
-        while len(H) + len(A) < core_size:
-            grew = False
-            for _ in range(min(new_members, core_size - len(H) - len(A))):
-                v = hub_cands.peek()
-                if v is None:
-                    break
-                add_hub(v, links_to_a(v))
-                grew = True
-            for _ in range(min(new_members, core_size - len(H) - len(A))):
-                w = auth_cands.peek()
-                if w is None:
-                    break
-                add_authority(w, links_from_h(w))
-                grew = True
-            if not grew:
-                break
-        return H, A, edges
-
-    target = float(cover_density)
-    while True:
-        grew = False
-        v = hub_cands.peek()
-        if v is not None:
-            e = links_to_a(v)
-            if 100.0 * (edges + e) >= target * (len(H) + 1) * len(A):
-                add_hub(v, e)
-                grew = True
-        if H:
-            w = auth_cands.peek()
-            if w is not None:
-                e = links_from_h(w)
-                if 100.0 * (edges + e) >= target * len(H) * (len(A) + 1):
-                    add_authority(w, e)
-                    grew = True
-        if not grew:
-            return H, A, edges
+        core.grow_to_size(core_size, new_members)
+    else:
+        core.grow_dense(float(cover_density))
+    return core.H, core.A, core.edges
 
 
 def extract_seeds(
-    adjacency,
-    k,
-    hosts=None,
-    prune=True,
-    cover_density=100.0,
-    core_size=None,
-    new_members=1,
-    iterations=60,
-    tol=1e-8,
-    distances=True,
-):
+    adjacency: sp.spmatrix | ArrayLike,
+    k: int,
+    hosts: ArrayLike | None = None,
+    prune: bool = True,
+    cover_density: float = 100.0,
+    core_size: int | None = None,
+    new_members: int = 1,
+    iterations: int = 60,
+    tol: float = 1e-8,
+    distances: bool = True,
+) -> SeedResult:
     """``k`` seeds, one per bipartite core (see the module docstring).
 
     Parameters
@@ -403,7 +436,9 @@ def extract_seeds(
     csc = g.tocsc()
     links = SubgraphLinks(g, csc)
     alive = links.alive
-    seeds, cores, rounds = [], [], []
+    seeds: list[int] = []
+    cores: list[Core] = []
+    rounds: list[dict[str, Any]] = []
     for round_ in range(k):
         t = time.perf_counter()
         r = hits(links, tol=tol, max_iter=iterations)
@@ -431,105 +466,16 @@ def extract_seeds(
     return SeedResult(seeds, cores, rounds, int(g.nnz), time.perf_counter() - start)
 
 
-def _gather(indptr, indices, rows):
-    """Concatenated neighbour lists of ``rows`` (vectorised)."""
-    starts = indptr[rows]
-    lens = indptr[rows + 1] - starts
-    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
-    return indices[offsets + np.arange(int(lens.sum()))]
-
-
-def bfs_levels(adjacency, sources, max_depth=None):
-    """Directed distance from the set ``sources`` to every page (-1:
-    unreachable, or deeper than ``max_depth``).
-
-    >>> g = sp.csr_matrix((np.ones(3), ([0, 1, 3], [1, 2, 0])), shape=(4, 4))
-    >>> bfs_levels(g, [0]).tolist()
-    [0, 1, 2, -1]
-    """
-    g = sp.csr_matrix(adjacency)
-    dist = np.full(g.shape[0], -1, np.int64)
-    frontier = np.unique(np.asarray(sources, np.int64))
-    dist[frontier] = 0
-    depth = 0
-    while len(frontier) and (max_depth is None or depth < max_depth):
-        depth += 1
-        nxt = np.unique(_gather(g.indptr, g.indices, frontier))
-        nxt = nxt[dist[nxt] < 0]
-        dist[nxt] = depth
-        frontier = nxt
-    return dist
-
-
-def core_distances(adjacency, cores):
-    """Fill ``core.distances[other.round]``: the shortest directed path
-    from any page of ``core`` to any page of ``other`` (None: no path).
-    One breadth-first search per core, stopped once every other core is
-    reached."""
-    g = sp.csr_matrix(adjacency)
-    owner = np.full(g.shape[0], -1, np.int64)
-    for j, c in enumerate(cores):
-        owner[c.hubs + c.authorities] = j
-    for i, c in enumerate(cores):
-        found = {}
-        seen = np.zeros(g.shape[0], bool)
-        frontier = np.unique(np.asarray(c.hubs + c.authorities, np.int64))
-        seen[frontier] = True
-        depth = 0
-        while len(frontier) and len(found) < len(cores) - 1:
-            depth += 1
-            nxt = np.unique(_gather(g.indptr, g.indices, frontier))
-            nxt = nxt[~seen[nxt]]
-            seen[nxt] = True
-            for j in np.unique(owner[nxt]).tolist():
-                if j >= 0 and j != i:
-                    found.setdefault(j, depth)
-            frontier = nxt
-        c.distances = {other.round: found.get(j) for j, other in enumerate(cores) if j != i}
-    return cores
-
-
-def base_set(adjacency, roots, max_in=50, max_pages=5000):
-    """Kleinberg's base set of a root set (docs/algorithms.md §4).
-
-    The roots, every page they link to, and up to ``max_in`` pages linking
-    to each root (those with the most out-links first: likely hubs; ties
-    by index). If that exceeds ``max_pages``, the roots are kept and the
-    other pages ranked by how many links join them to the roots (ties by
-    index). Returns sorted page indices.
-
-    >>> g = sp.csr_matrix((np.ones(4), ([0, 1, 2, 3], [1, 2, 0, 4])), shape=(5, 5))
-    >>> base_set(g, [1]).tolist()
-    [0, 1, 2]
-    """
-    g = sp.csr_matrix(adjacency)
-    n = g.shape[0]
-    roots = np.unique(np.asarray(roots, np.int64))
-    if len(roots) and (roots[0] < 0 or roots[-1] >= n):
-        raise ValueError("root page index out of range")
-    csc = g.tocsc()
-    out_deg = np.diff(g.indptr)
-    outs = _gather(g.indptr, g.indices, roots)
-    ins = _gather(csc.indptr, csc.indices, roots)
-    owner = np.repeat(np.arange(len(roots)), np.diff(csc.indptr)[roots])
-    # Per root, the in-neighbours ranked by (-out-degree, index): keep max_in.
-    order = np.lexsort((ins, -out_deg[ins], owner))
-    ins, owner = ins[order], owner[order]
-    first = np.searchsorted(owner, owner, side="left")
-    ins = ins[np.arange(len(ins)) - first < max_in]
-    cand = np.concatenate([outs, ins]).astype(np.int64)
-    is_root = np.zeros(n, bool)
-    is_root[roots] = True
-    cand = cand[~is_root[cand]]
-    ties = np.bincount(cand, minlength=n)
-    others = np.flatnonzero(ties)
-    if max_pages is not None and len(roots) + len(others) > max_pages:
-        room = max(0, max_pages - len(roots))
-        others = others[np.lexsort((others, -ties[others]))[:room]]
-    return np.union1d(roots, others).astype(np.int64)
-
-
-def focused_seeds(adjacency, roots, k, max_in=50, max_pages=5000, hosts=None, distances=True, **kw):
+def focused_seeds(
+    adjacency: sp.spmatrix | ArrayLike,
+    roots: ArrayLike,
+    k: int,
+    max_in: int = 50,
+    max_pages: int | None = 5000,
+    hosts: ArrayLike | None = None,
+    distances: bool = True,
+    **kw: Any,
+) -> SeedResult:
     """Query-focused seeds: :func:`extract_seeds` run on the subgraph of
     the base set of ``roots`` (:func:`base_set`); pages are indices of the
     full graph, and core distances are measured on the full graph.
