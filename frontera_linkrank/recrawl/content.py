@@ -28,6 +28,8 @@ returned, so 0 can mean "no content").
 (True, False)
 """
 
+from __future__ import annotations
+
 import hashlib
 import html
 import re
@@ -58,7 +60,7 @@ _SPACE = re.compile(r"\s+")
 _BSPACE = re.compile(rb"\s+")
 
 
-def _clean_link(raw):
+def _clean_link(raw: str) -> str:
     url = _PATH_SESSION.sub("", raw)
     base, q, query = url.partition("?")
     if q:
@@ -68,7 +70,7 @@ def _clean_link(raw):
     return url
 
 
-def normalise_html(body):
+def normalise_html(body: bytes | str) -> str:
     """The parts of an HTML page that count for change detection (str)."""
     if isinstance(body, str):
         body = body.encode("utf-8", "surrogateescape")
@@ -82,7 +84,7 @@ def normalise_html(body):
     return _SPACE.sub(" ", text).strip() + "\n" + "\n".join(links)
 
 
-def content_hash(body, content_type=None):
+def content_hash(body: bytes | str, content_type: str | None = None) -> int:
     """64-bit hash of ``body`` after normalisation (HTML unless
     ``content_type`` says otherwise); never 0."""
     if isinstance(body, str):

@@ -25,15 +25,18 @@ Examples
 0.5
 """
 
+from __future__ import annotations
+
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 
 _P_PRIOR = 1.0 - math.exp(-1.0)  # chance a pseudo-visit at the mean interval saw a change
 
 
-def bias_reduced(n, changes, interval):
+def bias_reduced(n: float, changes: float, interval: float) -> float:
     """Bias-reduced rate from ``n`` visits ``interval`` apart with ``changes``
     detected (floats allowed: pseudo-visits)."""
     if interval <= 0:
@@ -41,7 +44,7 @@ def bias_reduced(n, changes, interval):
     return -math.log((n - changes + 0.5) / (n + 0.5)) / interval
 
 
-def mle(intervals, changed, weights=None):
+def mle(intervals: ArrayLike, changed: ArrayLike, weights: ArrayLike | None = None) -> float:
     """Maximum-likelihood rate from visits at irregular ``intervals``.
 
     ``changed[i]`` tells whether a change was seen at the end of interval
@@ -60,7 +63,7 @@ def mle(intervals, changed, weights=None):
     if unchanged == 0:
         return math.inf
 
-    def score(lam):  # decreasing in lam
+    def score(lam: float) -> float:  # decreasing in lam
         with np.errstate(over="ignore"):  # expm1 -> inf: that term is 0
             return float((wc * tc / np.expm1(lam * tc)).sum()) - unchanged
 
@@ -74,7 +77,13 @@ def mle(intervals, changed, weights=None):
     return math.exp(brentq(lambda u: score(math.exp(u)), math.log(lo), math.log(hi), xtol=1e-12, rtol=1e-12))
 
 
-def estimate(intervals, changed, prior_rate=None, prior_visits=0.0, rtol=1e-6):
+def estimate(
+    intervals: ArrayLike,
+    changed: ArrayLike,
+    prior_rate: float | None = None,
+    prior_visits: float = 0.0,
+    rtol: float = 1e-6,
+) -> float:
     """Change rate from a page's visit history, with an optional prior.
 
     Uses the bias-reduced estimator when the intervals are equal (to
@@ -84,13 +93,14 @@ def estimate(intervals, changed, prior_rate=None, prior_visits=0.0, rtol=1e-6):
     """
     t = np.asarray(intervals, np.float64)
     c = np.asarray(changed, bool)
-    m = float(prior_visits) if prior_rate else 0.0
+    rate = prior_rate or 0.0
+    m = float(prior_visits) if rate else 0.0
     if len(t) and np.ptp(t) <= rtol * t.max():
         interval = float(t[0])
-        x0 = m * (1.0 - math.exp(-prior_rate * interval)) if m else 0.0
+        x0 = m * (1.0 - math.exp(-rate * interval)) if m else 0.0
         return bias_reduced(len(t) + m, int(c.sum()) + x0, interval)
     if m:
-        t0 = 1.0 / prior_rate
+        t0 = 1.0 / rate
         t = np.concatenate([t, [t0, t0]])
         c = np.concatenate([c, [True, False]])
         w = np.concatenate([np.ones(len(t) - 2), [m * _P_PRIOR, m * (1 - _P_PRIOR)]])

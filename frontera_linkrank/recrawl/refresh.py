@@ -22,18 +22,22 @@ True
 True
 """
 
+from __future__ import annotations
+
 import heapq
 import math
+from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def _f(x):
+def _f(x: np.ndarray) -> np.ndarray:
     """1 - (1 + x) e^{-x}, accurate for small x."""
     return -np.expm1(-x) - x * np.exp(-x)
 
 
-def refresh_value(w, lam, tau):
+def refresh_value(w: ArrayLike, lam: ArrayLike, tau: ArrayLike) -> np.ndarray:
     """``V(τ)`` for arrays of importance, change rate and time since fetch."""
     w, lam, tau = np.broadcast_arrays(*(np.asarray(a, np.float64) for a in (w, lam, tau)))
     x = lam * tau
@@ -48,7 +52,7 @@ def refresh_value(w, lam, tau):
 _XGRID = np.logspace(-7, np.log10(700.0), 4096)
 
 
-def _f_inverse(t):
+def _f_inverse(t: np.ndarray) -> np.ndarray:
     """x with 1 - (1 + x) e^{-x} = t, for t in (0, 1)."""
     fgrid = _f(_XGRID)
     x = np.interp(t, fgrid, _XGRID)
@@ -61,7 +65,7 @@ def _f_inverse(t):
     return x
 
 
-def due_interval(w, lam, mu):
+def due_interval(w: ArrayLike, lam: ArrayLike, mu: float) -> np.ndarray:
     """Time ``τ*`` after a fetch at which ``V(τ*) = mu`` (inf if never)."""
     w, lam = np.broadcast_arrays(np.asarray(w, np.float64), np.asarray(lam, np.float64))
     target = np.full(w.shape, np.inf)
@@ -75,7 +79,9 @@ def due_interval(w, lam, mu):
         return np.where(reach, x / np.where(lam > 0, lam, 1.0), np.inf)
 
 
-def solve_threshold(w, lam, rate, lo=1e-300, hi=None, rtol=1e-9):
+def solve_threshold(
+    w: ArrayLike, lam: ArrayLike, rate: float, lo: float = 1e-300, hi: float | None = None, rtol: float = 1e-9
+) -> float:
     """Threshold ``μ`` at which pages come due ``rate`` times per unit time
     in total (``Σ 1/τ*(μ) = rate``), by bisection in log space to a
     relative width ``rtol`` (each step is a pass over all pages)."""
@@ -85,7 +91,7 @@ def solve_threshold(w, lam, rate, lo=1e-300, hi=None, rtol=1e-9):
         return math.inf
     hi = hi or float(np.max(np.where(lam > 0, w / np.where(lam > 0, lam, 1), 0))) or 1.0
 
-    def total(mu):
+    def total(mu: float) -> float:
         return float((1.0 / due_interval(w, lam, mu)).sum())
 
     if total(lo) < rate:
@@ -112,14 +118,14 @@ class RefreshIndex:
     []
     """
 
-    def __init__(self):
-        self._heap = []
-        self._due = {}
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int]] = []
+        self._due: dict[int, float] = {}
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._due)
 
-    def schedule(self, page, due):
+    def schedule(self, page: int, due: float) -> None:
         """(Re)set ``page``'s due time (inf: never)."""
         if math.isinf(due) or math.isnan(due):
             self._due.pop(page, None)
@@ -127,7 +133,7 @@ class RefreshIndex:
         self._due[page] = due
         heapq.heappush(self._heap, (due, page))
 
-    def replace(self, pages, due):
+    def replace(self, pages: ArrayLike, due: ArrayLike) -> None:
         """Hold exactly ``pages`` with due times ``due`` (arrays; inf: not
         scheduled), built in one pass instead of a push per page."""
         pages = np.asarray(pages, np.int64)
@@ -138,12 +144,15 @@ class RefreshIndex:
         heapq.heapify(pairs)
         self._heap = pairs
 
-    def pop_due(self, now, n, skip=None, max_scan=None):
+    def pop_due(
+        self, now: float, n: int, skip: Callable[[int], bool] | None = None, max_scan: int | None = None
+    ) -> list[int]:
         """Up to ``n`` pages due at ``now``, most overdue first; pages for
         which ``skip(page)`` is true stay scheduled. At most ``max_scan``
         pages are looked at (default ``4 n + 1000``), so a crowd of skipped
         pages (a busy host's) cannot make one call scan the whole index."""
-        out, kept = [], []
+        out: list[int] = []
+        kept: list[tuple[float, int]] = []
         heap, due = self._heap, self._due
         budget = 4 * n + 1000 if max_scan is None else max_scan
         while heap and len(out) < n and heap[0][0] <= now and budget > 0:

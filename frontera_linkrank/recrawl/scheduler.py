@@ -37,9 +37,13 @@ Examples
 [0, 2]
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .estimators import estimate
 from .refresh import RefreshIndex, due_interval, solve_threshold
@@ -62,7 +66,9 @@ class Refresher:
         Never due sooner than this many seconds after the last fetch.
     """
 
-    def __init__(self, policy="value", prior_rate=1 / 86400, prior_visits=1.0, min_interval=0.0):
+    def __init__(
+        self, policy: str = "value", prior_rate: float = 1 / 86400, prior_visits: float = 1.0, min_interval: float = 0.0
+    ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}")
         self.policy = policy
@@ -70,14 +76,14 @@ class Refresher:
         self.prior_visits = float(prior_visits)
         self.min_interval = float(min_interval)
         self.index = RefreshIndex()
-        self.param = None  # μ, the period, or the proportionality constant
-        self.bandwidth = None
+        self.param: float | None = None  # μ, the period, or the proportionality constant
+        self.bandwidth: float | None = None
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.index)
 
     # -- change rates ------------------------------------------------------------------
-    def change_rate(self, visits):
+    def change_rate(self, visits: np.ndarray) -> float:
         """Estimated change rate from a :data:`~frontera_linkrank.storage.pagedb.VISIT`
         history (the prior alone for none)."""
         if not len(visits):
@@ -85,7 +91,7 @@ class Refresher:
         return float(estimate(visits["interval"], visits["changed"].astype(bool), self.prior_rate, self.prior_visits))
 
     # -- due times --------------------------------------------------------------------
-    def calibrate(self, w, lam, bandwidth):
+    def calibrate(self, w: ArrayLike, lam: ArrayLike, bandwidth: float) -> None:
         """Set the policy's parameter so that the pages with importance ``w``
         and change rates ``lam`` come due ``bandwidth`` times per second."""
         w = np.asarray(w, np.float64)
@@ -106,7 +112,7 @@ class Refresher:
         else:
             self.param = float(lam.sum()) / bandwidth  # interval = param / λ
 
-    def intervals(self, w, lam):
+    def intervals(self, w: ArrayLike, lam: ArrayLike) -> np.ndarray:
         """Seconds from the last fetch to the next refresh (inf: never)."""
         w = np.asarray(w, np.float64)
         lam = np.asarray(lam, np.float64)
@@ -121,17 +127,17 @@ class Refresher:
                 tau = np.where(lam > 0, self.param / np.where(lam > 0, lam, 1.0), math.inf)
         return np.maximum(tau, self.min_interval)
 
-    def schedule(self, pages, last, w, lam):
+    def schedule(self, pages: ArrayLike, last: ArrayLike, w: ArrayLike, lam: ArrayLike) -> None:
         """(Re)schedule ``pages`` last fetched at ``last``."""
         due = np.asarray(last, np.float64) + self.intervals(w, lam)
         for p, d in zip(np.asarray(pages).tolist(), due.tolist()):
             self.index.schedule(p, d)
 
-    def rebuild(self, pages, last, w, lam):
+    def rebuild(self, pages: ArrayLike, last: ArrayLike, w: ArrayLike, lam: ArrayLike) -> None:
         """Replace the index with ``pages`` (after a calibration)."""
         self.index.replace(pages, np.asarray(last, np.float64) + self.intervals(w, lam))
 
-    def take(self, n, now, skip=None):
+    def take(self, n: int, now: float, skip: Callable[[int], bool] | None = None) -> list[int]:
         """Up to ``n`` due pages, most overdue first (``skip(page)``: keep
         for later, say its host is busy)."""
         return self.index.pop_due(now, n, skip)
