@@ -7,12 +7,19 @@ See :mod:`.report` for what is measured. Examples::
     frontera-linkrank simulate links.tsv --host-delay 5 --concurrency 32
 """
 
+from __future__ import annotations
+
 import argparse
 import ast
 import json
 import math
 import shlex
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .crawl import Politeness
 
 GRAPH_HELP = (
     "a page database folder (a previous crawl), a SRC_URL<TAB>DST_URL file (gzip accepted), a CSR .npz "
@@ -25,7 +32,7 @@ class UsageError(Exception):
     """Bad arguments or input: reported in one line, exit status 2."""
 
 
-def parser():
+def parser() -> argparse.ArgumentParser:
     from .baselines import BACKENDS
     from .report import BASELINES
 
@@ -72,12 +79,12 @@ def parser():
     return ap
 
 
-def parse_settings(items):
+def parse_settings(items: Sequence[str]) -> dict[str, Any]:
     """``["KEY=VALUE", ...]`` -> dict of LINKRANK_* settings (values as
     Python literals when they parse, else strings), validated."""
     from ..settings import LinkRankSettings, SettingsError
 
-    out = {}
+    out: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
         key = key.strip()
@@ -99,7 +106,8 @@ def parse_settings(items):
     return out
 
 
-def check_policies(policies, settings):
+def check_policies(policies: Sequence[str], settings: dict[str, Any]) -> None:
+    """Refuse a policy the settings reject (a usage error)."""
     from ..settings import LinkRankSettings, SettingsError
 
     for p in policies:
@@ -109,7 +117,7 @@ def check_policies(policies, settings):
             raise UsageError(f"--policy {p}: {e}") from None
 
 
-def _fractions(text):
+def _fractions(text: str) -> list[float]:
     try:
         out = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
@@ -119,7 +127,8 @@ def _fractions(text):
     return sorted(out)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
+    """``frontera-linkrank simulate``; returns the exit status (2: bad usage)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
     try:
@@ -129,10 +138,10 @@ def main(argv=None):
         return 2
 
 
-def _main(args, argv):
+def _checked(args: argparse.Namespace) -> tuple[list[float], dict[str, Any], list[str], list[str], Politeness | None]:
+    """The arguments checked before any graph is loaded: fractions,
+    settings, policies, baselines and politeness."""
     from .crawl import Politeness
-    from .datasets import load_graph
-    from .report import format_report, plan, plot_report, run_report
 
     for name in ("draws", "seeds", "batch", "estimate_points", "concurrency", "per_host"):
         if getattr(args, name) < 1:
@@ -154,6 +163,14 @@ def _main(args, argv):
             import matplotlib  # noqa: F401
         except ImportError:
             raise UsageError("--plot needs matplotlib: pip install 'frontera_linkrank[plot]'") from None
+    return fractions, settings, policies, baselines, politeness
+
+
+def _main(args: argparse.Namespace, argv: list[str]) -> int:
+    from .datasets import load_graph
+    from .report import plan, run_report
+
+    fractions, settings, policies, baselines, politeness = _checked(args)
     try:
         graph = load_graph(args.graph)
     except (OSError, ValueError) as e:
@@ -175,6 +192,13 @@ def _main(args, argv):
     )
     report["command"] = "frontera-linkrank simulate " + " ".join(shlex.quote(a) for a in argv)
     report["pagerank_every"] = every
+    return _write(report, args)
+
+
+def _write(report: dict[str, Any], args: argparse.Namespace) -> int:
+    """Plot, JSON and the text report, as the arguments ask."""
+    from .report import format_report, plot_report
+
     if args.plot:
         plot_report(report, args.plot)
         report["plot"] = args.plot
@@ -194,7 +218,7 @@ def _main(args, argv):
     return 0
 
 
-def _clean(o):
+def _clean(o: Any) -> Any:
     """JSON-safe copy: numpy scalars as Python numbers, nan/inf as null."""
     import numpy as np
 

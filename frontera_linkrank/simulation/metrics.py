@@ -1,11 +1,17 @@
 """Reference PageRank and crawl-ordering quality (docs/algorithms.md §6)."""
 
+from __future__ import annotations
+
 import math
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def reference_pagerank(indptr, indices, damping=0.85, tol=1e-12, max_iter=10_000):
+def reference_pagerank(
+    indptr: ArrayLike, indices: ArrayLike, damping: float = 0.85, tol: float = 1e-12, max_iter: int = 10_000
+) -> np.ndarray:
     """PageRank by scipy power iteration in float64, to L1 change < ``tol``.
 
     Uniform teleport; dangling mass spread uniformly. Duplicate edges count
@@ -16,8 +22,8 @@ def reference_pagerank(indptr, indices, damping=0.85, tol=1e-12, max_iter=10_000
     """
     import scipy.sparse as sp
 
-    n = len(indptr) - 1
     indptr = np.asarray(indptr, np.int64)
+    n = len(indptr) - 1
     indices = np.asarray(indices, np.int64)
     A = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(n, n))
     A.sum_duplicates()
@@ -38,10 +44,11 @@ def reference_pagerank(indptr, indices, damping=0.85, tol=1e-12, max_iter=10_000
     return x
 
 
-def collected(order, truth, fractions):
+def collected(order: ArrayLike, truth: np.ndarray, fractions: Sequence[float]) -> list[float]:
     """Sum of ``truth`` over the first ``f * N`` fetched pages, per fraction."""
     n = len(truth)
-    got = np.cumsum(truth[np.asarray(order, np.int64)]) if len(order) else np.zeros(0)
+    order = np.asarray(order, np.int64)
+    got = np.cumsum(truth[order]) if len(order) else np.zeros(0)
     out = []
     for f in fractions:
         k = int(round(f * n))
@@ -49,23 +56,26 @@ def collected(order, truth, fractions):
     return out
 
 
-def top_set(truth, share=0.01):
+def top_set(truth: ArrayLike, share: float = 0.01) -> np.ndarray:
     """The ``ceil(share * N)`` pages of highest ``truth`` (ties: lower index)."""
+    truth = np.asarray(truth)
     n = len(truth)
     k = max(1, int(np.ceil(share * n)))
-    order = np.lexsort((np.arange(n), -np.asarray(truth)))
+    order = np.lexsort((np.arange(n), -truth))
     return order[:k]
 
 
-def recall(order, top, n, fractions):
+def recall(order: ArrayLike, top: ArrayLike, n: int, fractions: Sequence[float]) -> list[float]:
     """Share of the pages ``top`` among the first ``f * n`` fetched, per fraction.
 
     >>> recall([3, 1, 2], np.array([1, 2]), 4, (0.25, 0.5, 1.0))
     [0.0, 0.5, 1.0]
     """
+    top = np.asarray(top, np.int64)
+    order = np.asarray(order, np.int64)
     hit = np.zeros(n, bool)
-    hit[np.asarray(top, np.int64)] = True
-    got = np.cumsum(hit[np.asarray(order, np.int64)]) if len(order) else np.zeros(0, np.int64)
+    hit[top] = True
+    got = np.cumsum(hit[order]) if len(order) else np.zeros(0, np.int64)
     out = []
     for f in fractions:
         k = int(round(f * n))
@@ -73,10 +83,11 @@ def recall(order, top, n, fractions):
     return out
 
 
-def curve(order, truth, budget):
+def curve(order: ArrayLike, truth: np.ndarray, budget: int) -> np.ndarray:
     """Cumulative ``truth`` after each of ``budget`` fetches; a crawl that
     stopped early keeps its last value."""
-    got = np.cumsum(truth[np.asarray(order, np.int64)]) if len(order) else np.zeros(0)
+    order = np.asarray(order, np.int64)
+    got = np.cumsum(truth[order]) if len(order) else np.zeros(0)
     out = np.empty(budget)
     k = min(len(got), budget)
     out[:k] = got[:k]
@@ -84,7 +95,7 @@ def curve(order, truth, budget):
     return out
 
 
-def area(order, truth, budget):
+def area(order: ArrayLike, truth: np.ndarray, budget: int) -> float:
     """Area under the collected-truth curve over the first ``budget`` fetches
     (the sum of the curve); divide by the omniscient crawl's to compare.
 
@@ -94,7 +105,7 @@ def area(order, truth, budget):
     return float(curve(order, truth, budget).sum())
 
 
-def estimate_quality(estimate, truth, top_share=0.01):
+def estimate_quality(estimate: ArrayLike, truth: ArrayLike, top_share: float = 0.01) -> tuple[float, float]:
     """How well ``estimate`` ranks pages against ``truth`` (same pages, same
     order): weighted Kendall tau (``scipy.stats.weightedtau``: hyperbolic
     weights, average of both rankings) and the overlap of the top
