@@ -1,6 +1,10 @@
-"""The LMDB page database: any URL, durability, growth, clear errors, readers."""
+"""The LMDB page database: any URL, durability, growth, clear errors, readers,
+side tables and metadata sections."""
 
+import hashlib
 import json
+import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -10,7 +14,9 @@ import numpy as np
 import pytest
 
 from frontera_linkrank.storage.edges import EdgeStore, merge_rows
-from frontera_linkrank.storage.pagedb import PageDB, PageDBError
+from frontera_linkrank.storage.keys import page_key
+from frontera_linkrank.storage.pagedb import VISIT, PageDB, PageDBError, WriterLockedError
+from frontera_linkrank.storage.sidetable import Json, RecordLog
 from util import crawl, page_index, req
 
 LONG = "http://example.com/" + "x" * 1500 + "?q=" + "y" * 200  # well past LMDB's 511-byte keys
@@ -52,7 +58,7 @@ def test_map_grows_by_itself(make_backend, tmp_path):
     b.frontier_stop()
     b = make_backend()
     assert b.db.n_pages == pages
-    assert abs(b.aopic.residual()) < 1e-9
+    assert abs(b.core.aopic.residual()) < 1e-9
 
 
 def test_refuses_a_directory_that_is_not_a_page_database(tmp_path):
@@ -175,7 +181,7 @@ def test_edge_blocks_merge_keep_newest_rows(tmp_path):
     store = EdgeStore(db)
     rng = np.random.default_rng(0)
     truth = {}
-    for batch in range(70):  # enough commits for several merge levels
+    for _batch in range(70):  # enough commits for several merge levels
         for _ in range(rng.integers(1, 6)):
             src = int(rng.integers(0, 40))
             dst = np.unique(rng.integers(0, 40, rng.integers(0, 5)))
@@ -207,3 +213,149 @@ def test_merge_rows_keeps_the_newest_row_per_source():
     new = (np.array([2]), np.array([0, 1]), np.array([9]))
     src, ptr, dst = merge_rows([old, new])
     assert src.tolist() == [1, 2] and ptr.tolist() == [0, 2, 3] and dst.tolist() == [5, 6, 9]
+
+
+def add(db, urls):
+    """Add pages with these URLs (host "h.test") to a writer; first index."""
+    fps = [hashlib.sha1(u.encode()).digest() for u in urls]
+    return db.add_pages(fps, urls, [db.host_id("h.test")] * len(urls))
+
+
+def test_side_table_sees_this_batch_and_commits_it(tmp_path):
+    with PageDB(tmp_path / "db", sync=False) as db:
+        add(db, [f"http://h.test/{i}" for i in range(10)])
+        notes = db.side_table("notes", Json())
+        assert db.side_table("notes") is notes
+        notes.put(7, {"a": 1})
+        notes.put(3, ["x"])
+        notes.put(7, {"a": 2})  # the last value put wins
+        with db.snapshot() as txn:
+            assert notes.get(7, txn) == {"a": 2} and notes.get(5, txn, "none") == "none"
+            assert notes.get_many([9, 7, 3, 7], txn) == {7: {"a": 2}, 3: ["x"]}
+            assert notes.get_list([7, 0, 3], txn) == [{"a": 2}, None, ["x"]]
+        db.commit()
+        assert notes.n_pending == 0
+        notes.put(3, "new")  # pending overrides the committed value
+        with db.snapshot() as txn:
+            assert notes.get_list([3, 7], txn) == ["new", {"a": 2}]
+    with PageDB(tmp_path / "db", readonly=True) as db, db.snapshot() as txn:
+        notes = db.side_table("notes", Json())
+        assert notes.get_many(range(10), txn) == {3: ["x"], 7: {"a": 2}}  # "new" was never committed
+        with pytest.raises(PermissionError):
+            notes.put(1, 1)
+        # A table a reader's database does not have reads as empty.
+        assert db.side_table("absent", Json()).get_many(range(10), txn) == {}
+
+
+def test_side_table_declarations_are_checked(tmp_path):
+    with PageDB(tmp_path / "db", sync=False) as db:
+        for own in ("urls", "meta", "edges", "scores"):
+            with pytest.raises(ValueError, match="table of the page database itself"):
+                db.side_table(own, Json())
+        with pytest.raises(KeyError):
+            db.side_table("never-declared")
+        t = db.side_table("log", RecordLog(VISIT, keep=2))
+        t.put(0, [(1.0, 1)])
+        with pytest.raises(ValueError, match="pending"):
+            db.side_table("log", RecordLog(VISIT, keep=5))
+        assert db.side_table("log", RecordLog(VISIT, keep=2)) is t  # the same declaration is fine
+
+
+def test_visit_log_keeps_the_last_visits_across_batches(tmp_path):
+    with PageDB(tmp_path / "db", sync=False) as db:
+        add(db, ["http://h.test/a", "http://h.test/b"])
+        db.max_visits = 3
+        for k in range(4):
+            db.add_visit(0, k, k % 2)
+            if k == 1:
+                db.commit()
+        with db.snapshot() as txn:  # two committed, two in this batch
+            assert db.visits(0, txn)["interval"].tolist() == [1.0, 2.0, 3.0]
+            assert len(db.visits(1, txn)) == 0
+        db.commit()
+    with PageDB(tmp_path / "db", readonly=True) as db, db.snapshot() as txn:
+        got = db.visits(0, txn)
+        assert got["interval"].tolist() == [1.0, 2.0, 3.0] and got["changed"].tolist() == [1, 0, 1]
+
+
+def test_feature_tables_keep_their_encodings(tmp_path):
+    """The bytes stored by each feature are those of schema 2 (databases
+    written before side tables read the same)."""
+    path = tmp_path / "db"
+    with PageDB(path, sync=False) as db:
+        add(db, ["http://h.test/ü", "http://h.test/1"])
+        db.max_visits = 32
+        db.set_error(1, "é" * 3000)
+        db.set_validators(0, '"etag"', None)
+        db.add_visit(1, 2.5, True)
+        parts = ("POST", {b"X": [b"1"]}, {}, {"k": 1}, b"body")
+        db.set_request_extras(0, parts)
+        db.commit({"counters": {"pages_crawled": 1}})
+    env = lmdb.open(str(path), readonly=True, max_dbs=16)
+    with env.begin() as txn:
+        def raw(table, i):
+            return txn.get(page_key(i), db=env.open_db(table, txn=txn, create=False))
+
+        assert raw(b"urls", 0) == "http://h.test/ü".encode()
+        assert raw(b"errors", 1) == ("é" * 3000).encode()[:4096]
+        assert raw(b"validators", 0) == b'["\\"etag\\"", null]'
+        assert raw(b"visits", 1) == np.array([(2.5, 1)], VISIT).tobytes()
+        assert pickle.loads(raw(b"requests", 0)) == parts  # (the test's own data)
+        meta = json.loads(txn.get(b"meta", db=env.open_db(b"meta", txn=txn, create=False)))
+    env.close()
+    assert meta["counters"] == {"pages_crawled": 1} and meta["n_pages"] == 2 and meta["version"] == 2
+    with PageDB(path, readonly=True) as db, db.snapshot() as txn:
+        assert db.error_message(1, txn) == ("é" * 3000).encode()[:4096].decode("utf-8", "replace")
+        assert db.validators([0, 1], txn) == {0: ('"etag"', None)}
+        assert db.request_extras([0, 1], txn) == {0: parts}
+        assert db.urls([1, 0, 5], txn) == ["http://h.test/1", "http://h.test/ü", None]
+
+
+def test_metadata_sections_have_owners(tmp_path):
+    state = {"n": 0}
+    with PageDB(tmp_path / "db", sync=False) as db:
+        db.own_meta_section("mine", lambda: dict(state))
+        with pytest.raises(ValueError, match="already has an owner"):
+            db.own_meta_section("mine", dict)
+        for key in ("n_pages", "version", "edge_seq"):
+            with pytest.raises(ValueError, match="belongs to the page database"):
+                db.commit({key: 1})
+        state["n"] = 5
+        db.commit({"other": [1, 2]})
+        assert db.meta_section("mine") == {"n": 5} and db.meta_section("other") == [1, 2]
+        assert db.meta_section("missing", {}) == {}
+        with pytest.raises(TypeError):
+            db.meta["other"] = 3  # the document is changed by commits only
+    with PageDB(tmp_path / "db", readonly=True) as db, db.snapshot() as txn:
+        assert db.meta_section("mine") == {"n": 5} and db.meta["n_pages"] == 0
+        assert db.committed_pages(txn) == 0
+
+
+def test_a_second_writer_gets_writer_locked_error(tmp_path):
+    with PageDB(tmp_path / "db", sync=False):
+        with pytest.raises(WriterLockedError, match="another process is writing to this page database") as e:
+            PageDB(tmp_path / "db")
+        assert isinstance(e.value, PageDBError) and e.value.holder == os.getpid()
+    PageDB(tmp_path / "db").close()  # released on close
+
+
+def test_a_writer_opened_without_sizes_grows_and_checkpoints(tmp_path):
+    """No map size or checkpoint size given: the map starts as LMDB's
+    smallest and grows; the record log is folded once it outgrows the table."""
+    with PageDB(tmp_path / "db", sync=False) as db:
+        start = db.env.info()["map_size"]
+        logged = set()
+        for k in range(30):
+            add(db, [f"http://h.test/{k}/{j}/" + "x" * 200 for j in range(500)])
+            db.touch(np.arange(0, db.n_pages, 3))
+            db.commit()
+            with db.snapshot() as txn:
+                log_bytes = sum(len(v) for _, v in txn.cursor(db.dbs[b"vlog"]))
+                assert txn.stat(db.dbs[b"vertices"])["entries"] > 0 or k < 2
+            assert log_bytes <= db.n_pages * db.vertices.records(slice(0, 1)).itemsize
+            logged.add(log_bytes > 0)
+        assert logged == {True, False}  # both appended to the log and folded it
+        assert db.env.info()["map_size"] > start
+        pages = db.n_pages
+    with PageDB(tmp_path / "db", readonly=True) as db:
+        assert db.n_pages == pages

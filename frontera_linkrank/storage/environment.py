@@ -1,0 +1,119 @@
+"""Opening the LMDB environment of a page database, with clear refusals.
+
+A path is refused (:class:`~.errors.PageDBError`) when it is a file, a
+non-empty directory without a database (so a typo never writes into a
+photo album), an LMDB environment of something else, or a page database
+of another schema version.
+"""
+
+import json
+import os
+from typing import Any
+
+import lmdb
+
+from . import meta as metadoc
+from .errors import PageDBError
+
+# Tables of schema 2 (the page database's own and its features'); a read-only
+# open requires them all.
+TABLES = (
+    b"meta", b"vertices", b"vlog", b"urls", b"requests", b"hosts", b"edges", b"errors", b"scores",
+    b"visits", b"validators",
+)  # fmt: skip
+SPARE_TABLES = 4  # room for tables that features declare later (max_dbs)
+
+
+def check_path(path: str, readonly: bool) -> None:
+    """Refuse a path that cannot be (or become) a page database."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise PageDBError(f"{path}: is a file, not a page database directory")
+    data = os.path.join(path, "data.mdb")
+    if readonly and not os.path.exists(data):
+        raise PageDBError(f"{path}: no page database here (no data.mdb)")
+    if os.path.isdir(path) and not os.path.exists(data):
+        others = [f for f in os.listdir(path) if f not in ("writer.lock", "lock.mdb")]
+        if others:
+            raise PageDBError(
+                f"{path}: directory is not empty and holds no page database "
+                f"(found {', '.join(sorted(others)[:5])}); refusing to write into it"
+            )
+
+
+def open_env(path: str, readonly: bool, map_size: int | None, sync: bool) -> Any:
+    """The LMDB environment at ``path`` (``map_size`` None: as the
+    environment last had it, LMDB's minimum for a new one)."""
+    try:
+        return lmdb.open(
+            path,
+            map_size=int(map_size or 0),
+            max_dbs=len(TABLES) + SPARE_TABLES,
+            readonly=readonly,
+            create=not readonly,
+            sync=sync,
+            metasync=sync,
+            readahead=False,
+            max_readers=256,
+        )
+    except lmdb.Error as e:
+        raise PageDBError(f"{path}: cannot open as an LMDB environment: {e}") from None
+
+
+def begin_read(env: Any, **kw: Any) -> Any:
+    """A read transaction, adopting a map grown by another process."""
+    try:
+        return env.begin(**kw)
+    except lmdb.MapResizedError:
+        env.set_mapsize(0)
+        return env.begin(**kw)
+
+
+def open_tables(env: Any, path: str, readonly: bool) -> dict[bytes, Any]:
+    """Handles of the :data:`TABLES`; a writer creates them (and the
+    metadata of a new database), a reader requires them."""
+    if readonly:
+        return _open_existing(env, path)
+    dbs = {}
+    with env.begin(write=True) as txn:
+        existing = {bytes(k) for k, _ in txn.cursor().iternext()}
+        if existing and b"meta" not in existing:
+            raise PageDBError(f"{path}: LMDB environment without frontera_linkrank metadata; not a page database")
+        for name in TABLES:
+            dbs[name] = env.open_db(name, txn=txn)
+        if txn.get(b"meta", db=dbs[b"meta"]) is None:
+            txn.put(b"meta", metadoc.encode(metadoc.new_document()), db=dbs[b"meta"])
+    return dbs
+
+
+def _open_existing(env: Any, path: str) -> dict[bytes, Any]:
+    with begin_read(env) as txn:
+        names = {bytes(k) for k, _ in txn.cursor().iternext()}
+    missing = [n.decode() for n in TABLES if n not in names]
+    if b"meta" not in names:
+        raise PageDBError(f"{path}: LMDB environment without frontera_linkrank metadata; not a page database")
+    if missing:
+        # An older schema lacks newer tables: say which version it is.
+        meta_db = env.open_db(b"meta", create=False)
+        with begin_read(env) as txn:
+            raw = txn.get(b"meta", db=meta_db)
+        version = json.loads(bytes(raw)).get("version") if raw is not None else None
+        if version != metadoc.SCHEMA_VERSION:
+            raise PageDBError(
+                f"{path}: page database schema version {version}, "
+                f"this frontera_linkrank reads version {metadoc.SCHEMA_VERSION}"
+            )
+        raise PageDBError(f"{path}: page database lacks tables {missing}")
+    # Every table, features' later ones included: a handle opened after the
+    # reader's long transaction began would not be valid in it.
+    return {name: env.open_db(name, create=False) for name in sorted(names)}
+
+
+def table_handle(env: Any, dbs: dict[bytes, Any], name: bytes, readonly: bool) -> Any:
+    """Handle of the table ``name``: a writer creates it if new; None if a
+    read-only database lacks it."""
+    if name not in dbs and not readonly:
+        dbs[name] = env.open_db(name)
+    return dbs.get(name)
+
+
+__all__ = ["SPARE_TABLES", "TABLES", "begin_read", "check_path", "open_env", "open_tables", "table_handle"]

@@ -1,0 +1,59 @@
+"""Host names and their dense ids (the ``hosts`` table: name -> id, 4-byte
+little-endian). Ids are given in order of first sight, so the table loads
+as a list."""
+
+import struct
+from typing import Any
+
+from .errors import CorruptDatabase
+
+_ID = struct.Struct("<I")
+
+
+class HostTable:
+    """Host names by id (:attr:`names`) and ids by name (:attr:`ids`), with
+    the hosts added since the last commit.
+
+    >>> h = HostTable(None)
+    >>> h.host_id("a.test"), h.host_id("b.test"), h.host_id("a.test"), h.names
+    (0, 1, 0, ['a.test', 'b.test'])
+    """
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+        self.names: list[str] = []
+        self.ids: dict[str, int] = {}
+        self._new: list[tuple[int, str]] = []
+
+    def load(self, txn: Any, path: str) -> None:
+        """Read every host of the snapshot ``txn`` (drops unsaved ones)."""
+        pairs = sorted((_ID.unpack(bytes(v))[0], bytes(k).decode()) for k, v in txn.cursor(self.db))
+        self.names, self.ids, self._new = [], {}, []
+        for hid, name in pairs:
+            if hid != len(self.names):
+                raise CorruptDatabase(f"{path}: host ids are not dense (corrupt database)")
+            self.names.append(name)
+            self.ids[name] = hid
+
+    def host_id(self, name: str) -> int:
+        """Id of host ``name``, adding it if new."""
+        hid = self.ids.get(name)
+        if hid is None:
+            hid = len(self.names)
+            self.names.append(name)
+            self.ids[name] = hid
+            self._new.append((hid, name))
+        return hid
+
+    def write(self, txn: Any) -> None:
+        """Write the new hosts in the write transaction ``txn``."""
+        if self._new:
+            items = sorted((name.encode(), _ID.pack(hid)) for hid, name in self._new)
+            txn.cursor(self.db).putmulti(items)
+
+    def written(self) -> None:
+        """The new hosts are committed."""
+        self._new = []
+
+
+__all__ = ["HostTable"]

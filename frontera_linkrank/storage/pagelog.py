@@ -1,0 +1,152 @@
+"""Page records on disk: a checkpoint of the page table plus a log of changes.
+
+``vertices`` holds the checkpoint: packed :data:`~.vertices.RECORD` rows,
+:data:`CHUNK` pages per value, keyed by chunk number. ``vlog`` holds the
+records changed since, one value per commit, keyed by a sequence number:
+``b"LRvlog01", k (u8)``, then ``k`` page indices (u4, padded to 8 bytes)
+and their ``k`` records.
+
+Why a log: a crawled page changes the cash of each page it links to, so a
+batch touches records all over the table. LMDB copies every B-tree page a
+transaction modifies; with one key per page, 10,000 scattered updates cost
+~17 µs each with fsync (measured, ``benchmarks/ingest.py`` notes).
+Appending the changed records as one value per commit costs a sequential
+write of their bytes instead, and a checkpoint now and then rewrites the
+table in large chunks (when the log outgrows both the table and the
+``checkpoint_bytes`` given).
+"""
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..numeric import unique
+from .errors import CorruptDatabase
+from .keys import page_key
+from .vertices import RECORD, VertexTable
+
+CHUNK = 4096  # pages per checkpoint value
+_VLOG = struct.Struct("<8sQ")
+_VLOG_MAGIC = b"LRvlog01"
+
+
+def parse_entry(buf: bytes | memoryview) -> tuple[np.ndarray, np.ndarray]:
+    """``(indices, records)`` of one log entry (views on ``buf``)."""
+    magic, k = _VLOG.unpack_from(buf, 0)
+    if magic != _VLOG_MAGIC:
+        raise CorruptDatabase("page record log entry is corrupt (bad magic)")
+    off = _VLOG.size
+    idx = np.frombuffer(buf, "<u4", k, off).astype(np.int64)
+    off += 4 * k + (-4 * k) % 8
+    recs = np.frombuffer(buf, RECORD, k, off)
+    return idx, recs
+
+
+def pack_entry(idx: np.ndarray, recs: np.ndarray) -> bytes:
+    """The log entry of the records ``recs`` of pages ``idx``."""
+    k = len(idx)
+    pad = b"\0" * ((-4 * k) % 8)
+    return b"".join((_VLOG.pack(_VLOG_MAGIC, k), idx.astype("<u4").tobytes(), pad, recs.tobytes()))
+
+
+@dataclass
+class Plan:
+    """What a commit writes to the page records (made by :meth:`PageLog.plan`)."""
+
+    entry: bytes  # log entry of the changed records (b"": none)
+    checkpoint: bool  # rewrite the changed chunks and empty the log instead
+    chunks: set[int]  # chunks changed since the last checkpoint, this commit's included
+    log_bytes: int  # log size after this commit (if no checkpoint)
+    seq: int  # the "vlog_seq" after this commit
+
+
+class PageLog:
+    """The ``vertices`` and ``vlog`` tables, and the changes of the batch.
+
+    Parameters
+    ----------
+    vertices_db, vlog_db
+        LMDB handles.
+    checkpoint_bytes : int
+        Fold the log into the checkpoint once it is larger than this and
+        than the table (0: as soon as it is larger than the table).
+    """
+
+    def __init__(self, vertices_db: Any, vlog_db: Any, checkpoint_bytes: int = 0) -> None:
+        self.vertices_db = vertices_db
+        self.vlog_db = vlog_db
+        self.checkpoint_bytes = int(checkpoint_bytes)
+        self._touched: list[Any] = []  # index arrays / indices changed in this batch
+        self._chunks: set[int] = set()  # chunks with records in the log
+        self._log_bytes = 0
+
+    def load(self, txn: Any, n: int, path: str) -> VertexTable:
+        """The page table of ``n`` pages as of the snapshot ``txn``."""
+        table = VertexTable(max(n, 1024))
+        table.append(n)
+        covered = np.zeros(n, bool)
+        for key, buf in txn.cursor(self.vertices_db):
+            lo = int.from_bytes(bytes(key), "big") * CHUNK
+            recs = np.frombuffer(buf, RECORD)
+            if lo + len(recs) > n:
+                raise CorruptDatabase(f"{path}: page table chunk beyond the page count (corrupt database)")
+            table.load_records(recs, slice(lo, lo + len(recs)))
+            covered[lo : lo + len(recs)] = True
+        self._chunks, self._log_bytes, self._touched = set(), 0, []
+        for _, buf in txn.cursor(self.vlog_db):
+            idx, recs = parse_entry(buf)
+            if len(idx) and idx.max() >= n:
+                raise CorruptDatabase(f"{path}: page record log beyond the page count (corrupt database)")
+            table.load_records(recs, idx)
+            covered[idx] = True
+            self._chunks.update(unique(idx // CHUNK).tolist())
+            self._log_bytes += len(buf)
+        if not covered.all():
+            raise CorruptDatabase(f"{path}: {int((~covered).sum())} of {n} page records missing (corrupt database)")
+        return table
+
+    def touch(self, idx: Any) -> None:
+        """Mark pages (an index or an array of indices) changed in this batch."""
+        self._touched.append(idx)
+
+    def plan(self, table: VertexTable, first_new: int, seq: int) -> Plan:
+        """What to write for this batch: the pages touched and the pages
+        from ``first_new`` on (added since the last commit); ``seq`` is the
+        committed ``vlog_seq``."""
+        n = table.n
+        parts = [np.arange(first_new, n, dtype=np.int64)]
+        for d in self._touched:
+            parts.append(np.atleast_1d(np.asarray(d, np.int64)))
+        dirty = unique(np.concatenate(parts))
+        chunks = self._chunks | set(unique(dirty // CHUNK).tolist())
+        entry = pack_entry(dirty, table.records(dirty)) if len(dirty) else b""
+        log_bytes = self._log_bytes + len(entry)
+        checkpoint = log_bytes > max(self.checkpoint_bytes, n * RECORD.itemsize)
+        seq = 0 if checkpoint else seq + (1 if entry else 0)
+        return Plan(entry, checkpoint, chunks, log_bytes, seq)
+
+    def write(self, txn: Any, table: VertexTable, plan: Plan) -> None:
+        """Write ``plan`` in the write transaction ``txn``."""
+        if plan.checkpoint:
+            n = table.n
+            items = []
+            for c in sorted(plan.chunks):
+                lo, hi = c * CHUNK, min((c + 1) * CHUNK, n)
+                items.append((page_key(c), table.records(slice(lo, hi)).tobytes()))
+            txn.cursor(self.vertices_db).putmulti(items)
+            txn.drop(self.vlog_db, delete=False)
+        elif plan.entry:
+            txn.put(page_key(plan.seq - 1), plan.entry, db=self.vlog_db, append=True)
+
+    def written(self, plan: Plan) -> None:
+        """``plan`` is committed."""
+        if plan.checkpoint:
+            self._chunks, self._log_bytes = set(), 0
+        else:
+            self._chunks, self._log_bytes = plan.chunks, plan.log_bytes
+        self._touched = []
+
+
+__all__ = ["CHUNK", "PageLog", "Plan", "pack_entry", "parse_entry"]

@@ -1,0 +1,68 @@
+"""Named float vectors over the pages (the ``scores`` table).
+
+One float64 vector per name ("pagerank", "authority", "hub"...) in chunks
+of :data:`SCORE_CHUNK` values under the keys ``name:<chunk, 8-byte
+big-endian>``, plus a JSON info record under ``name:info`` (what the
+writer wants to say about it, and ``n_pages``, the vector's length). A
+vector covers the pages of the snapshot it was computed on; pages added
+later are beyond its length. Writing a name replaces its whole vector.
+
+The functions take a bare LMDB transaction and table handle, so tools and
+tests can use them on an environment they opened themselves.
+"""
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+SCORE_CHUNK = 1 << 20  # values per LMDB value (8 MiB)
+_INFO = b":info"
+
+
+def _chunk_key(name: str, chunk: int) -> bytes:
+    return name.encode() + b":" + chunk.to_bytes(8, "big")
+
+
+def read_info(txn: Any, db: Any, name: str) -> dict[str, Any] | None:
+    """The info record of vector ``name`` (without reading the vector), or None."""
+    raw = txn.get(name.encode() + _INFO, db=db)
+    return json.loads(bytes(raw)) if raw is not None else None
+
+
+def read_scores(txn: Any, db: Any, name: str) -> tuple[np.ndarray, dict[str, Any]] | tuple[None, None]:
+    """``(values, info)`` of the stored vector ``name``, or ``(None, None)``."""
+    info = read_info(txn, db, name)
+    if info is None:
+        return None, None
+    n = int(info["n_pages"])
+    out = np.empty(n, np.float64)
+    for c in range((n + SCORE_CHUNK - 1) // SCORE_CHUNK):
+        buf = txn.get(_chunk_key(name, c), db=db)
+        lo = c * SCORE_CHUNK
+        out[lo : lo + len(buf) // 8] = np.frombuffer(buf, "<f8")
+    return out, info
+
+
+def write_scores(txn: Any, db: Any, vectors: Mapping[str, np.ndarray], info: Mapping[str, Any]) -> None:
+    """Store the vectors ``{name: float array}``, each with ``info`` (a dict,
+    JSON-serialisable) plus its length, in the write transaction ``txn``."""
+    for name, values in vectors.items():
+        values = np.ascontiguousarray(values, "<f8")
+        prefix = name.encode() + b":"
+        cur = txn.cursor(db)
+        if cur.set_range(prefix):  # drop the previous vector (delete moves to the next key)
+            while bytes(cur.key()).startswith(prefix) and cur.delete():
+                pass
+        for c, lo in enumerate(range(0, len(values), SCORE_CHUNK)):
+            txn.put(_chunk_key(name, c), values[lo : lo + SCORE_CHUNK].tobytes(), db=db)
+        txn.put(prefix + b"info", json.dumps({**info, "n_pages": len(values)}).encode(), db=db)
+
+
+def names(txn: Any, db: Any) -> list[str]:
+    """Names of the stored vectors, sorted."""
+    return sorted(bytes(k)[: -len(_INFO)].decode() for k, _ in txn.cursor(db) if bytes(k).endswith(_INFO))
+
+
+__all__ = ["SCORE_CHUNK", "names", "read_info", "read_scores", "write_scores"]
