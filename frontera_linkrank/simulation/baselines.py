@@ -50,20 +50,23 @@ Examples
 ['http://d/', 'http://c/']
 """
 
+from __future__ import annotations
+
 import heapq
 import math
 from collections import deque
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
-from frontera.core.components import Backend
 
-from ..scheduling.queue import BestFirstQueue
 from ..scoring.pagerank import pagerank
-from ..default_settings import LINKRANK_MAX_URL_LENGTH
-from ..storage.urls import RejectedURL, check_url, fingerprint
+from .memory import QUEUED, Estimate, SimulatedBackend
 
-QUEUED, LEASED, CRAWLED = 0, 1, 2
+if TYPE_CHECKING:
+    from frontera.core.manager import FrontierManager
+    from frontera.core.models import Request
 
 __all__ = [
     "BFSBackend",
@@ -74,189 +77,6 @@ __all__ = [
     "RandomBackend",
     "SimulatedBackend",
 ]
-
-
-class SimulatedBackend(Backend):
-    """Common part: pages by fingerprint, one-time crawl, host names,
-    a best-first queue grouped by host (:class:`BestFirstQueue`).
-
-    Subclasses set a page's key in :meth:`_key_of_new` (higher is fetched
-    first, ties go to the page found first) and may raise it later with
-    :meth:`_raise_key`; :meth:`_crawled` sees every crawled page's links.
-    """
-
-    component_name = "Simulation baseline"
-
-    def __init__(self, manager):
-        self.manager = manager
-        self.settings = manager.settings
-        self.pages = {}  # fingerprint (meta bytes) -> page id, discovery order
-        self.fps = []  # page id -> fingerprint
-        self.requests = []  # page id -> the Request it was found with
-        self.state = bytearray()
-        self.host = []  # page id -> host id
-        self.host_ids = {}
-        self.host_names = []
-        self.key = []  # page id -> current key
-        self.depth = []
-        self.n_crawled = 0
-        self._n_queued = 0
-        self._q = BestFirstQueue(self._is_live)
-
-    @classmethod
-    def from_manager(cls, manager):
-        return cls(manager)
-
-    # Frontera's component views: the simulator uses the Backend API only.
-    @property
-    def metadata(self):
-        return None
-
-    @property
-    def queue(self):
-        return None
-
-    @property
-    def states(self):
-        return None
-
-    def frontier_start(self):
-        pass
-
-    def frontier_stop(self):
-        pass
-
-    # -- pages ------------------------------------------------------------------------
-    def _fp(self, request):
-        fp = request.meta.get(b"fingerprint")
-        return fp if fp is not None else fingerprint(request.url).hex().encode()
-
-    def _add(self, fp, request, depth):
-        """Id of a new page, or None if its URL cannot be fetched (the
-        URLs LinkRankBackend rejects, with its default length limit)."""
-        try:
-            name = check_url(request.url, LINKRANK_MAX_URL_LENGTH)
-        except RejectedURL:
-            return None
-        h = self.host_ids.get(name)
-        if h is None:
-            h = self.host_ids[name] = len(self.host_names)
-            self.host_names.append(name)
-        i = len(self.fps)
-        self.pages[fp] = i
-        self.fps.append(fp)
-        self.requests.append(request)
-        self.state.append(QUEUED)
-        self.host.append(h)
-        self.depth.append(depth)
-        self.key.append(0.0)
-        self._n_queued += 1
-        return i
-
-    def _enqueue(self, new):
-        """Key and queue new pages (ids in discovery order)."""
-        key, host, push = self.key, self.host, self._q.push
-        for i in new:
-            k = key[i] = self._key_of_new(i)
-            push(i, host[i], k)
-
-    def _key_of_new(self, i):
-        raise NotImplementedError
-
-    def _raise_key(self, i, k):
-        if self.state[i] == QUEUED and k > self.key[i]:
-            self.key[i] = k
-            self._q.push(i, self.host[i], k)
-
-    def _is_live(self, page, key):
-        return self.state[page] == QUEUED and self.key[page] == key
-
-    # -- Frontera API -------------------------------------------------------------------
-    def add_seeds(self, seeds):
-        new = []
-        for seed in seeds:
-            fp = self._fp(seed)
-            if fp not in self.pages:
-                i = self._add(fp, seed, 0)
-                if i is not None:
-                    new.append(i)
-        self._found(new, seeds)
-        self._enqueue(new)
-
-    def page_crawled(self, response):
-        fp = self._fp(response)
-        i = self.pages.get(fp)
-        if i is not None:
-            self._mark_crawled(i)
-
-    def _mark_crawled(self, i):
-        if self.state[i] == QUEUED:
-            self._n_queued -= 1
-        if self.state[i] != CRAWLED:
-            self.state[i] = CRAWLED
-            self.n_crawled += 1
-
-    def request_error(self, request, error):
-        i = self.pages.get(self._fp(request))
-        if i is not None:
-            self._mark_crawled(i)  # one try: simulated fetches do not fail
-
-    def links_extracted(self, request, links):
-        pages = self.pages
-        src = pages.get(self._fp(request))
-        depth = self.depth[src] + 1 if src is not None else 1
-        kids, new = [], []
-        add = self._add
-        for link in links:
-            fp = link.meta.get(b"fingerprint")
-            if fp is None:
-                fp = self._fp(link)
-            i = pages.get(fp)
-            if i is None:
-                i = add(fp, link, depth)
-                if i is None:
-                    continue
-                new.append(i)
-            kids.append(i)
-        self._found(new, links)
-        self._enqueue(new)
-        if src is not None:
-            self._crawled(src, kids)
-
-    def _found(self, new, requests):
-        """Hook: pages ``new`` were just discovered among ``requests``."""
-
-    def _crawled(self, src, kids):
-        """Hook: crawled page ``src`` links to pages ``kids`` (ids, in link order)."""
-
-    def finished(self):
-        return self._n_queued == 0
-
-    def get_next_requests(self, max_n_requests, **kwargs):
-        if max_n_requests <= 0:
-            return []
-        pages = self._take(max_n_requests, self._skip(kwargs.get("overused_keys")))
-        state = self.state
-        for i in pages:
-            state[i] = LEASED
-        self._n_queued -= len(pages)
-        return [self.requests[i] for i in pages]
-
-    def _skip(self, overused):
-        if not overused:
-            return None
-        overused = overused if isinstance(overused, (set, frozenset)) else set(overused)
-        names = self.host_names
-        return lambda h: names[h] in overused
-
-    def _take(self, n, skip_host):
-        return self._q.pop_batch(n, skip_host)
-
-    # -- importance estimate -------------------------------------------------------------
-    def estimate(self):
-        """``(fingerprints, values)`` of the known pages, or None if this
-        baseline has no importance estimate."""
-        return None
 
 
 class BFSBackend(SimulatedBackend):
@@ -271,12 +91,12 @@ class BFSBackend(SimulatedBackend):
 
     component_name = "Simulation BFS"
 
-    def __init__(self, manager):
+    def __init__(self, manager: FrontierManager) -> None:
         super().__init__(manager)
         self._next_id = 0
-        self._ids = {}
+        self._ids: dict[int, int] = {}
 
-    def _found(self, new, requests):
+    def _found(self, new: list[int], requests: Sequence[Request]) -> None:
         # The number Frontera gives a new page: that of its last occurrence.
         base = self._next_id
         self._next_id += len(requests)
@@ -292,7 +112,7 @@ class BFSBackend(SimulatedBackend):
             if fp in wanted:
                 ids[pages[fp]] = base + k
 
-    def _key_of_new(self, i):
+    def _key_of_new(self, i: int) -> float:
         # Exact in float64 while depth < 2**13 and ids < 2**40.
         return -float(self.depth[i] * (1 << 40) + self._ids.pop(i))
 
@@ -302,12 +122,12 @@ class RandomBackend(SimulatedBackend):
 
     component_name = "Simulation random"
 
-    def __init__(self, manager):
+    def __init__(self, manager: FrontierManager) -> None:
         super().__init__(manager)
         self._rng = np.random.default_rng(self.settings.get("SIMULATION_RANDOM_SEED", 0))
-        self._pool = []
+        self._pool: list[float] = []
 
-    def _key_of_new(self, i):
+    def _key_of_new(self, i: int) -> float:
         # A random key drawn once: the best of the frontier is a uniform pick.
         if not self._pool:
             self._pool = self._rng.random(4096).tolist()
@@ -319,20 +139,20 @@ class BacklinkBackend(SimulatedBackend):
 
     component_name = "Simulation backlink count"
 
-    def __init__(self, manager):
+    def __init__(self, manager: FrontierManager) -> None:
         super().__init__(manager)
-        self.backlinks = []
+        self.backlinks: list[int] = []
 
-    def _add(self, fp, request, depth):
+    def _add(self, fp: bytes, request: Request, depth: int) -> int | None:
         i = super()._add(fp, request, depth)
         if i is not None:
             self.backlinks.append(0)
         return i
 
-    def _key_of_new(self, i):
+    def _key_of_new(self, i: int) -> float:
         return float(self.backlinks[i])
 
-    def _crawled(self, src, kids):
+    def _crawled(self, src: int, kids: list[int]) -> None:
         bl, state, key, host, push = self.backlinks, self.state, self.key, self.host, self._q.push
         for i in set(kids):
             if i == src:
@@ -342,7 +162,8 @@ class BacklinkBackend(SimulatedBackend):
                 key[i] = float(bl[i])
                 push(i, host[i], key[i])
 
-    def estimate(self):
+    def estimate(self) -> Estimate:
+        """Backlink counts."""
         return self.fps, np.asarray(self.backlinks, np.float64)
 
 
@@ -352,12 +173,12 @@ class LargerSitesFirstBackend(SimulatedBackend):
 
     component_name = "Simulation larger sites first"
 
-    def __init__(self, manager):
+    def __init__(self, manager: FrontierManager) -> None:
         super().__init__(manager)
-        self._pending = {}  # host -> deque of queued pages
-        self._heap = []  # (-pending count, host), lazy: checked against _pending
+        self._pending: dict[int, deque[int]] = {}  # host -> queued pages
+        self._heap: list[tuple[int, int]] = []  # (-pending count, host), lazy: checked against _pending
 
-    def _enqueue(self, new):
+    def _enqueue(self, new: list[int]) -> None:
         host, pending, heap = self.host, self._pending, self._heap
         touched = set()
         for i in new:
@@ -370,9 +191,10 @@ class LargerSitesFirstBackend(SimulatedBackend):
         for h in touched:
             heapq.heappush(heap, (-len(pending[h]), h))
 
-    def _take(self, n, skip_host):
+    def _take(self, n: int, skip_host: Callable[[int], bool] | None) -> list[int]:
         pending, heap = self._pending, self._heap
-        out, aside = [], []
+        out: list[int] = []
+        aside: list[tuple[int, int]] = []
         while len(out) < n and heap:
             neg, h = heap[0]
             dq = pending.get(h)
@@ -402,33 +224,36 @@ class BatchPageRankBackend(SimulatedBackend):
 
     component_name = "Simulation batch PageRank"
 
-    def __init__(self, manager):
+    def __init__(self, manager: FrontierManager) -> None:
         super().__init__(manager)
         self.every = int(self.settings.get("SIMULATION_PAGERANK_EVERY", 1000))
         if self.every < 1:
             raise ValueError("SIMULATION_PAGERANK_EVERY must be >= 1")
         self.damping = float(self.settings.get("SIMULATION_DAMPING", 0.85))
-        self._src, self._dst = [], []
+        self._src: list[np.ndarray] = []
+        self._dst: list[np.ndarray] = []
         self._ranked_at = 0
         self.scores = np.zeros(0)
         self.n_rankings = 0
 
-    def _key_of_new(self, i):
+    def _key_of_new(self, i: int) -> float:
         return 0.0
 
-    def _crawled(self, src, kids):
-        kids = np.unique(np.asarray(kids, np.int64))
-        kids = kids[kids != src]
-        if len(kids):
-            self._src.append(np.full(len(kids), src, np.int64))
-            self._dst.append(kids)
+    def _crawled(self, src: int, kids: list[int]) -> None:
+        dst = np.unique(np.asarray(kids, np.int64))
+        dst = dst[dst != src]
+        if len(dst):
+            self._src.append(np.full(len(dst), src, np.int64))
+            self._dst.append(dst)
 
-    def get_next_requests(self, max_n_requests, **kwargs):
+    def get_next_requests(self, max_n_requests: int, **kwargs: Any) -> list[Request]:
+        """Rank first when ``SIMULATION_PAGERANK_EVERY`` pages were crawled since the last ranking."""
         if self.n_crawled - self._ranked_at >= self.every:
             self.rank()
         return super().get_next_requests(max_n_requests, **kwargs)
 
-    def rank(self):
+    def rank(self) -> None:
+        """PageRank of the known graph now; requeue the queued pages by it."""
         n = len(self.fps)
         src = np.concatenate(self._src) if self._src else np.zeros(0, np.int64)
         dst = np.concatenate(self._dst) if self._dst else np.zeros(0, np.int64)
@@ -447,7 +272,8 @@ class BatchPageRankBackend(SimulatedBackend):
             key[i] = k
         self._q.rebuild(queued, np.asarray(self.host, np.int64)[queued], keys)
 
-    def estimate(self):
+    def estimate(self) -> Estimate:
+        """The last PageRank (0 for pages found since)."""
         vals = np.zeros(len(self.fps))
         vals[: len(self.scores)] = self.scores
         return self.fps, vals
@@ -460,13 +286,13 @@ class OmniscientBackend(SimulatedBackend):
 
     component_name = "Simulation omniscient"
 
-    def __init__(self, manager):
+    def __init__(self, manager: FrontierManager) -> None:
         super().__init__(manager)
         self.oracle = self.settings.get("SIMULATION_ORACLE")
         if self.oracle is None:
             raise ValueError("OmniscientBackend needs SIMULATION_ORACLE (fingerprint -> true score)")
 
-    def _key_of_new(self, i):
+    def _key_of_new(self, i: int) -> float:
         k = self.oracle.get(self.fps[i], 0.0)
         return float(k) if math.isfinite(k) else 0.0
 
