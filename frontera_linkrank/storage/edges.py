@@ -15,8 +15,12 @@ n_rows(u4), n_edges(u8)``, then ``src`` (u4 × n_rows, ascending), ``ptr``
 """
 
 import struct
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
+
+Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # (src, ptr, dst) of a row set
 
 MAGIC = b"LRedges1"
 _HEADER = struct.Struct("<8sIIQ")
@@ -25,7 +29,7 @@ FROZEN = 0xFFFFFFFF  # level of blocks too large to merge further
 FREEZE_EDGES = 1 << 22  # blocks with this many edges are not merged again
 
 
-def _key(seq):
+def _key(seq: int) -> bytes:
     return seq.to_bytes(8, "big")
 
 
@@ -34,19 +38,19 @@ class Block:
 
     __slots__ = ("key", "level", "src", "ptr", "dst")
 
-    def __init__(self, key, level, src, ptr, dst):
+    def __init__(self, key: bytes, level: int, src: np.ndarray, ptr: np.ndarray, dst: np.ndarray) -> None:
         self.key, self.level, self.src, self.ptr, self.dst = key, level, src, ptr, dst
 
     @property
-    def n_edges(self):
+    def n_edges(self) -> int:
         return len(self.dst)
 
-    def edge_sources(self):
+    def edge_sources(self) -> np.ndarray:
         """Source page of every edge (``src`` repeated by row length)."""
         return np.repeat(self.src, np.diff(self.ptr))
 
     @classmethod
-    def parse(cls, key, buf):
+    def parse(cls, key: bytes, buf: bytes | memoryview) -> "Block":
         magic, level, n_rows, n_edges = _HEADER.unpack_from(buf, 0)
         if magic != MAGIC:
             raise ValueError(f"edge block {key.hex()} is corrupt (bad magic)")
@@ -58,7 +62,7 @@ class Block:
         dst = np.frombuffer(buf, "<u4", n_edges, off)
         return cls(key, level, src, ptr, dst)
 
-    def pack(self):
+    def pack(self) -> bytes:
         return b"".join(
             (
                 _HEADER.pack(MAGIC, self.level, len(self.src), len(self.dst)),
@@ -69,7 +73,7 @@ class Block:
         )
 
 
-def _select_rows(src, ptr, dst, rows):
+def _select_rows(src: np.ndarray, ptr: np.ndarray, dst: np.ndarray, rows: np.ndarray) -> Rows:
     """The rows ``rows`` (indices, in the order wanted) of a row set."""
     lens = (ptr[1:] - ptr[:-1]).astype(np.int64)[rows]
     starts = ptr[:-1].astype(np.int64)[rows]
@@ -79,7 +83,7 @@ def _select_rows(src, ptr, dst, rows):
     return src[rows], new_ptr, dst[edge_idx]
 
 
-def merge_rows(parts):
+def merge_rows(parts: Sequence[Rows]) -> Rows:
     """Merge row sets ``(src, ptr, dst)`` given oldest first, keeping the
     newest row of each source. Returns ``(src, ptr, dst)`` sorted by src."""
     src = np.concatenate([p[0] for p in parts]).astype(np.int64)
@@ -100,15 +104,15 @@ class EdgeStore:
     as one block by :meth:`write` inside the batch's write transaction.
     """
 
-    def __init__(self, db):
+    def __init__(self, db: Any) -> None:
         self.db = db
-        self._pending_src = []
-        self._pending_dst = []
-        self._blocks = []  # (seq, level, n_edges), oldest first
+        self._pending_src: list[int] = []
+        self._pending_dst: list[Any] = []
+        self._blocks: list[tuple[int, int, int]] = []  # (seq, level, n_edges), oldest first
         self._next_seq = 0
 
     # -- open -----------------------------------------------------------------
-    def load(self, txn, next_seq):
+    def load(self, txn: Any, next_seq: int) -> None:
         """Read the block directory (headers only)."""
         self._blocks = []
         cur = txn.cursor(self.db)
@@ -121,26 +125,26 @@ class EdgeStore:
         self._next_seq = max(int(next_seq), top)
 
     @property
-    def next_seq(self):
+    def next_seq(self) -> int:
         return self._next_seq
 
     @property
-    def n_blocks(self):
+    def n_blocks(self) -> int:
         return len(self._blocks)
 
     @property
-    def n_stored_edges(self):
+    def n_stored_edges(self) -> int:
         """Edges in all blocks, superseded rows included (an upper bound on
         the current links)."""
         return sum(b[2] for b in self._blocks)
 
     # -- batch ----------------------------------------------------------------
-    def add(self, src, dst):
+    def add(self, src: int, dst: Any) -> None:
         """Record that page ``src`` now links to ``dst`` (distinct indices)."""
         self._pending_src.append(src)
         self._pending_dst.append(dst)
 
-    def pending_row(self, src):
+    def pending_row(self, src: int) -> np.ndarray | None:
         """Out-links of ``src`` added in the current batch, or None."""
         for k in range(len(self._pending_src) - 1, -1, -1):
             if self._pending_src[k] == src:
@@ -148,13 +152,13 @@ class EdgeStore:
         return None
 
     @property
-    def pending_rows(self):
+    def pending_rows(self) -> int:
         return len(self._pending_src)
 
-    def discard_pending(self):
+    def discard_pending(self) -> None:
         self._pending_src, self._pending_dst = [], []
 
-    def write(self, txn):
+    def write(self, txn: Any) -> tuple[Callable[[], None], int]:
         """Write the pending rows as a block and merge the tail.
 
         Returns ``(installed, next_seq)``: ``installed()`` is to be called
@@ -163,7 +167,7 @@ class EdgeStore:
         """
         blocks = list(self._blocks)
         seq = self._next_seq
-        deletes = []
+        deletes: list[bytes] = []
         if self._pending_src:
             src = np.asarray(self._pending_src, np.int64)
             lens = np.fromiter((len(d) for d in self._pending_dst), np.int64, len(src))
@@ -181,14 +185,14 @@ class EdgeStore:
             seq += 1
             blocks = self._merge_tail(txn, blocks, deletes)
 
-        def installed():
+        def installed() -> None:
             self._blocks = blocks
             self._next_seq = seq
             self.discard_pending()
 
         return installed, seq
 
-    def _merge_tail(self, txn, blocks, deletes):
+    def _merge_tail(self, txn: Any, blocks: list[tuple[int, int, int]], deletes: list) -> list[tuple[int, int, int]]:
         while len(blocks) >= MERGE_FANIN:
             tail = blocks[-MERGE_FANIN:]
             level = tail[0][1]
@@ -207,7 +211,7 @@ class EdgeStore:
             blocks = blocks[:-MERGE_FANIN] + [(tail[0][0], new_level, len(dst))]
         return blocks
 
-    def compact(self, txn):
+    def compact(self, txn: Any) -> tuple[Callable[[], None], int]:
         """Rewrite all blocks into as few as possible, dropping superseded
         rows. Returns ``(installed, next_seq)`` like :meth:`write`."""
         parts = [(b.src, b.ptr, b.dst) for b in self.iter_blocks(txn)]
@@ -227,14 +231,14 @@ class EdgeStore:
                 blocks.append((seq, FROZEN, len(blk.dst)))
                 seq += 1
 
-        def installed():
+        def installed() -> None:
             self._blocks = blocks
             self._next_seq = seq
 
         return installed, seq
 
     # -- read -----------------------------------------------------------------
-    def iter_blocks(self, txn, newest_first=False):
+    def iter_blocks(self, txn: Any, newest_first: bool = False) -> Iterator[Block]:
         """Parsed blocks of the snapshot ``txn``, oldest first by default.
 
         With a ``buffers=True`` transaction the arrays are views on the map,
@@ -250,7 +254,7 @@ class EdgeStore:
             for key, buf in cur.iternext():
                 yield Block.parse(bytes(key), buf)
 
-    def iter_current(self, txn, n_pages):
+    def iter_current(self, txn: Any, n_pages: int) -> Iterator[Rows]:
         """Yield ``(src, ptr, dst)`` row sets holding exactly the current
         out-links (each page's newest row), block by block, newest first."""
         seen = np.zeros(n_pages, bool)
@@ -263,17 +267,18 @@ class EdgeStore:
             elif fresh.any():
                 yield _select_rows(src, blk.ptr, blk.dst, np.flatnonzero(fresh))
 
-    def current_edges(self, txn, n_pages):
+    def current_edges(self, txn: Any, n_pages: int) -> tuple[np.ndarray, np.ndarray]:
         """All current edges as two arrays ``(src, dst)`` (uint32)."""
         srcs, dsts = [], []
         for src, ptr, dst in self.iter_current(txn, n_pages):
-            srcs.append(np.repeat(src.astype(np.uint32), np.diff(ptr.astype(np.int64))))
+            lens: np.ndarray = np.diff(ptr.astype(np.int64))
+            srcs.append(np.repeat(src.astype(np.uint32), lens))
             dsts.append(np.asarray(dst, np.uint32))
         if not srcs:
             return np.zeros(0, np.uint32), np.zeros(0, np.uint32)
         return np.concatenate(srcs), np.concatenate(dsts)
 
-    def out_links(self, txn, page):
+    def out_links(self, txn: Any, page: int) -> np.ndarray:
         """Current out-links of one page (empty if it has none stored)."""
         for blk in self.iter_blocks(txn, newest_first=True):
             r = np.searchsorted(blk.src, page)

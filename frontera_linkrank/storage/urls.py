@@ -27,13 +27,13 @@ _SIMPLE = re.compile(r"(?i)https?://([a-z0-9._-]+)(?::([0-9]{1,5}))?(?:[/?#]|$)"
 class RejectedURL(ValueError):
     """A URL the frontier will not store; ``reason`` is a short stats key."""
 
-    def __init__(self, reason, url):
+    def __init__(self, reason: str, url: str) -> None:
         super().__init__(f"{reason}: {url[:200]!r}")
         self.reason = reason
         self.url = url
 
 
-def fingerprint(url):
+def fingerprint(url: str) -> bytes:
     """Frontera's URL fingerprint as 20 raw bytes: sha1(canonicalize_url(url)).
 
     >>> fingerprint("http://example.com/?b=2&a=1").hex() == fingerprint("http://example.com/?a=1&b=2").hex()
@@ -45,13 +45,13 @@ def fingerprint(url):
         raise RejectedURL(_reason(url, e), url) from None
 
 
-def _reason(url, exc):
+def _reason(url: str, exc: Exception) -> str:
     if isinstance(exc, UnicodeError):
         return "invalid_utf8"
     return "malformed"
 
 
-def fingerprint_key(value):
+def fingerprint_key(value: bytes | str) -> bytes:
     """20-byte key from a ``meta[b'fingerprint']`` value (40 hex digits,
     bytes or str). Any other fingerprint function's output is hashed to 20
     bytes, so keys stay fixed-size."""
@@ -65,7 +65,7 @@ def fingerprint_key(value):
     return hashlib.sha1(value).digest()
 
 
-def check_url(url, max_length=0):
+def check_url(url: str | bytes, max_length: int = 0) -> str:
     """Validate ``url`` and return its host name (lower case, IDNA).
 
     Raises :class:`RejectedURL` with reason ``too_long``, ``invalid_utf8``,
@@ -105,7 +105,7 @@ def check_url(url, max_length=0):
     try:
         parts = urlsplit(url)
         host = parts.hostname
-        parts.port  # raises ValueError on a bad port
+        _ = parts.port  # raises ValueError on a bad port
     except ValueError:
         raise RejectedURL("malformed", url) from None
     if not host:

@@ -7,6 +7,7 @@ page; :class:`VertexTable` converts between the two.
 """
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -71,20 +72,24 @@ class VertexTable:
     (3, [0.0, 0.0, 0.0], True)
     """
 
-    def __init__(self, capacity=1024):
+    if TYPE_CHECKING:  # the FIELDS are attributes, set by _grow
+
+        def __getattr__(self, name: str) -> np.ndarray: ...
+
+    def __init__(self, capacity: int = 1024) -> None:
         self.n = 0
         self._cap = 0
         self._grow(max(int(capacity), 16))
 
-    def _grow(self, capacity):
-        for name, dt, default in FIELDS:
+    def _grow(self, capacity: int) -> None:
+        for name, dt, _ in FIELDS:
             new = np.empty(capacity, dt)
             if self._cap:
                 new[: self.n] = getattr(self, name)[: self.n]
             setattr(self, name, new)
         self._cap = capacity
 
-    def append(self, k):
+    def append(self, k: int) -> int:
         """Add ``k`` pages with default fields; return the first new index."""
         start = self.n
         end = start + k
@@ -95,7 +100,7 @@ class VertexTable:
         self.n = end
         return start
 
-    def records(self, idx):
+    def records(self, idx: Any) -> np.ndarray:
         """Packed records (:data:`RECORD`) of the pages ``idx`` (array or slice)."""
         first = getattr(self, FIELD_NAMES[0])[idx]
         out = np.empty(len(first), RECORD)
@@ -104,12 +109,12 @@ class VertexTable:
             out[name] = getattr(self, name)[idx]
         return out
 
-    def load_records(self, recs, idx):
+    def load_records(self, recs: np.ndarray, idx: Any) -> None:
         """Store packed records at ``idx`` (slice or index array of existing pages)."""
         for name in FIELD_NAMES:
             getattr(self, name)[idx] = recs[name]
 
-    def fingerprints(self):
+    def fingerprints(self) -> list[bytes]:
         """The fingerprints of all pages as a list of 20-byte strings."""
         raw = self.fp[: self.n].tobytes()
         return [raw[i : i + 20] for i in range(0, len(raw), 20)]
