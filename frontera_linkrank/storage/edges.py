@@ -43,6 +43,7 @@ class Block:
 
     @property
     def n_edges(self) -> int:
+        """Edges in the block."""
         return len(self.dst)
 
     def edge_sources(self) -> np.ndarray:
@@ -51,6 +52,7 @@ class Block:
 
     @classmethod
     def parse(cls, key: bytes, buf: bytes | memoryview) -> "Block":
+        """The block stored as ``buf`` under ``key`` (arrays view ``buf``)."""
         magic, level, n_rows, n_edges = _HEADER.unpack_from(buf, 0)
         if magic != MAGIC:
             raise ValueError(f"edge block {key.hex()} is corrupt (bad magic)")
@@ -63,6 +65,7 @@ class Block:
         return cls(key, level, src, ptr, dst)
 
     def pack(self) -> bytes:
+        """The block's stored bytes (see the module docstring)."""
         return b"".join(
             (
                 _HEADER.pack(MAGIC, self.level, len(self.src), len(self.dst)),
@@ -126,10 +129,12 @@ class EdgeStore:
 
     @property
     def next_seq(self) -> int:
+        """Key (sequence number) of the next block written."""
         return self._next_seq
 
     @property
     def n_blocks(self) -> int:
+        """Blocks stored."""
         return len(self._blocks)
 
     @property
@@ -153,9 +158,11 @@ class EdgeStore:
 
     @property
     def pending_rows(self) -> int:
+        """Rows added in the current batch."""
         return len(self._pending_src)
 
     def discard_pending(self) -> None:
+        """Forget the rows of the current batch."""
         self._pending_src, self._pending_dst = [], []
 
     def write(self, txn: Any) -> tuple[Callable[[], None], int]:

@@ -30,10 +30,12 @@ def new_document() -> dict[str, Any]:
 
 
 def encode(doc: Mapping[str, Any]) -> bytes:
+    """The stored bytes of a document (``json.dumps`` defaults)."""
     return json.dumps(doc).encode()
 
 
 def decode(raw: bytes | memoryview | None) -> dict[str, Any]:
+    """The document stored as ``raw`` ({} for None)."""
     return json.loads(bytes(raw)) if raw is not None else {}
 
 

@@ -263,6 +263,7 @@ class PageDB(FeatureTables):
     # -- pages --------------------------------------------------------------------------
     @property
     def n_pages(self) -> int:
+        """Pages known, this batch's new ones included."""
         return self.vertices.n
 
     @property
@@ -317,6 +318,7 @@ class PageDB(FeatureTables):
         return self._urls.get_list(idx, txn)
 
     def url(self, i: int, txn: Any = None) -> str | None:
+        """URL of page ``i`` (see :meth:`urls`)."""
         return self.urls([i], txn)[0]
 
     # -- reads (any process) ------------------------------------------------------------

@@ -45,11 +45,14 @@ class Codec(Protocol):
     """
 
     @property
-    def merge(self) -> Callable[[bytes | None, bytes], bytes] | None: ...
+    def merge(self) -> Callable[[bytes | None, bytes], bytes] | None:
+        """None, or how a new encoded value joins the stored one."""
 
-    def encode(self, value: Any) -> bytes: ...
+    def encode(self, value: Any) -> bytes:
+        """The stored bytes of ``value``."""
 
-    def decode(self, raw: Raw) -> Any: ...
+    def decode(self, raw: Raw) -> Any:
+        """The value stored as ``raw`` (bytes, or a memoryview on the map)."""
 
 
 @dataclass(frozen=True)
