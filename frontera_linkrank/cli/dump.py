@@ -15,65 +15,45 @@ Whitespace inside a URL is printed percent-encoded, so columns stay
 space-separated.
 """
 
-import re
+from __future__ import annotations
+
 import sys
+from collections.abc import Iterator
 
 import numpy as np
 
-from .common import books, fmt_float, fp_hex, open_db, parser, scores, tool, write_lines
+from ..storage.pagedb import PageDB
+from .columns import Column, page_columns
+from .common import Argv, fp_hex, open_db, parser, tool, write_lines
 
 COLUMNS = (
     "hash", "index", "url", "first_crawl", "last_crawl", "n_changes", "n_crawls",
     "depth", "score", "importance", "pagerank", "authority", "hub",
 )  # fmt: skip
-_SPACE = re.compile(r"\s")
 CHUNK = 10_000
 
 
-def quote_spaces(url):
-    return _SPACE.sub(lambda m: "%%%02X" % ord(m.group()), url) if _SPACE.search(url) else url
+def info_columns(db: PageDB) -> dict[str, Column]:
+    """The columns of ``info`` (crawl times in whole seconds)."""
+    return {c.name: c for c in page_columns(db, COLUMNS, whole_seconds=True)}
 
 
-def numeric_columns(db):
-    """The numeric columns of ``info`` as arrays over all pages."""
-    v, n = db.vertices, db.n_pages
-    cols = {
-        "index": np.arange(n),
-        "first_crawl": np.rint(v.first_crawl[:n]).astype(np.int64),
-        "last_crawl": np.rint(v.last_crawl[:n]).astype(np.int64),
-        "n_changes": v.n_changes[:n].astype(np.int64),
-        "n_crawls": v.n_crawls[:n].astype(np.int64),
-        "depth": v.depth[:n].astype(np.int64),
-        "score": v.score[:n].astype(np.float64),
-        "importance": books(db).importance(),
-    }
-    for name in ("pagerank", "authority", "hub"):
-        cols[name] = scores(db, name)
-    return cols
-
-
-def info_lines(db, order, cols):
+def info_lines(db: PageDB, order: np.ndarray, cols: dict[str, Column]) -> Iterator[str]:
+    """The header, then one space-separated line per page of ``order``."""
     yield " ".join(COLUMNS)
-    ints = ("index", "first_crawl", "last_crawl", "n_changes", "n_crawls", "depth")
-    floats = ("score", "importance", "pagerank", "authority", "hub")
     with db.snapshot() as txn:
         for lo in range(0, len(order), CHUNK):
             idx = order[lo : lo + CHUNK]
-            hashes = fp_hex(db, idx)
-            urls = db.urls(idx, txn)
-            iv = [cols[c][idx].tolist() for c in ints]
-            fv = [[fmt_float(x) for x in cols[c][idx].tolist()] for c in floats]
-            for k in range(len(idx)):
-                yield " ".join(
-                    (hashes[k], str(iv[0][k]), quote_spaces(urls[k]))
-                    + tuple(str(col[k]) for col in iv[1:])
-                    + tuple(col[k] for col in fv)
-                )
+            texts = [c.text(c.read(db, txn, idx)) for c in cols.values()]
+            for row in zip(*texts):
+                yield " ".join(row)
 
 
-def sort_order(db, cols, column, ascending):
+def sort_order(db: PageDB, cols: dict[str, Column], column: str, ascending: bool) -> np.ndarray:
+    """Page indices sorted by ``column`` (nan last; ties in index order)."""
     n = db.n_pages
     if column in ("hash", "url"):
+        keys: list[str] | list[str | None]
         if column == "hash":
             keys = fp_hex(db, np.arange(n))
         else:
@@ -81,15 +61,17 @@ def sort_order(db, cols, column, ascending):
                 keys = db.urls(np.arange(n), txn)
         order = np.array(sorted(range(n), key=keys.__getitem__), np.int64)
         return order if ascending else order[::-1]
-    x = cols[column].astype(np.float64)
+    values = cols[column].values
+    assert values is not None  # every column but hash and url is an array
+    x = values.astype(np.float64)
     x = np.where(np.isnan(x), -np.inf if not ascending else np.inf, x)  # nan last
     # Stable, ties in index order both ways.
     return np.argsort(x if ascending else -x, kind="stable")
 
 
 @tool("page_db_dump")
-def main(argv=None):
-    ap = parser("page_db_dump", __doc__)
+def main(argv: Argv, prog: str) -> None:
+    ap = parser(prog, __doc__)
     sub = ap.add_subparsers(dest="what", required=True)
     info = sub.add_parser("info", help="one line per page")
     info.add_argument("path", help="page database directory")
@@ -102,7 +84,7 @@ def main(argv=None):
     db = open_db(args.path)
     try:
         if args.what == "info":
-            cols = numeric_columns(db)
+            cols = info_columns(db)
             order = sort_order(db, cols, args.sort, args.ascending) if args.sort else np.arange(db.n_pages)
             if args.top is not None:
                 order = order[: max(args.top, 0)]
@@ -113,7 +95,8 @@ def main(argv=None):
         db.close()
 
 
-def link_lines(db):
+def link_lines(db: PageDB) -> Iterator[str]:
+    """``from to`` page indices of every current link, sorted."""
     with db.snapshot() as txn:
         src, dst = db.edges.current_edges(txn, db.n_pages)
     order = np.lexsort((dst, src))

@@ -10,64 +10,43 @@ unless given. Parquet needs ``pyarrow`` (``pip install
 frontera_linkrank[parquet]``).
 """
 
+from __future__ import annotations
+
 import csv
 import gzip
 import os
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
-from ..storage.vertices import STATE_NAMES
-from .common import ToolError, books, fp_hex, open_db, parser, scores, tool
+from ..storage.pagedb import PageDB
+from .columns import Column, page_columns
+from .common import Argv, ToolError, open_db, parser, tool
 
 CHUNK = 100_000
-
-
-def columns(db):
-    """Numeric and short-text columns over all pages (URLs are read per chunk)."""
-    v, n = db.vertices, db.n_pages
-    a = books(db)
-    names = np.array(db.host_names + [""], dtype=object)
-    cols = {
-        "index": np.arange(n),
-        "host": names[v.host[:n].astype(np.int64)] if n else np.array([], object),
-        "state": np.array([STATE_NAMES[s] for s in range(4)], object)[v.state[:n]],
-        "status": v.status[:n].astype(np.int64),
-        "depth": v.depth[:n].astype(np.int64),
-        "parent": np.where(v.parent[:n] == 0xFFFFFFFF, -1, v.parent[:n].astype(np.int64)),
-        "n_crawls": v.n_crawls[:n].astype(np.int64),
-        "n_changes": v.n_changes[:n].astype(np.int64),
-        "n_out": v.n_out[:n].astype(np.int64),
-        "errors": v.errors[:n].astype(np.int64),
-        "first_crawl": v.first_crawl[:n].copy(),
-        "last_crawl": v.last_crawl[:n].copy(),
-        "score": v.score[:n].copy(),
-        "cash": a.effective_cash(),
-        "history": v.history[:n].copy(),
-        "importance": a.importance(),
-    }
-    for name in ("pagerank", "authority", "hub"):
-        cols[name] = scores(db, name)
-    return cols
-
-
 FIELDS = ("hash", "url", "index", "host", "state", "status", "depth", "parent", "n_crawls", "n_changes",
           "n_out", "errors", "first_crawl", "last_crawl", "score", "cash", "history", "importance",
           "pagerank", "authority", "hub")  # fmt: skip
 
 
-def chunks(db, cols):
+def columns(db: PageDB) -> list[Column]:
+    """The exported columns, in :data:`FIELDS` order (crawl times in float seconds)."""
+    return list(page_columns(db, FIELDS))
+
+
+def chunks(db: PageDB, cols: list[Column]) -> Iterator[dict[str, Any]]:
+    """Column name -> values, for consecutive chunks of pages."""
     n = db.n_pages
     with db.snapshot() as txn:
         for lo in range(0, n, CHUNK):
             idx = np.arange(lo, min(lo + CHUNK, n))
-            part = {k: c[lo : lo + len(idx)] for k, c in cols.items()}
-            part["hash"] = fp_hex(db, idx)
-            part["url"] = db.urls(idx, txn)
-            yield part
+            yield {c.name: c.read(db, txn, idx) for c in cols}
 
 
-def write_csv(db, cols, path):
+def write_csv(db: PageDB, cols: list[Column], path: str) -> None:
+    """CSV with a header row (gzip-compressed when ``path`` ends in ``.gz``)."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "wt", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
@@ -77,7 +56,8 @@ def write_csv(db, cols, path):
             w.writerows(zip(*lists))
 
 
-def write_parquet(db, cols, path):
+def write_parquet(db: PageDB, cols: list[Column], path: str) -> None:
+    """Parquet, one row group per chunk (needs pyarrow)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -91,7 +71,7 @@ def write_parquet(db, cols, path):
                 writer = pq.ParquetWriter(path, table.schema)
             writer.write_table(table)
         if writer is None:  # empty database: still write a file with the schema
-            empty = {k: (cols[k][:0] if k in cols else []) for k in FIELDS}
+            empty: dict[str, Any] = {c.name: (c.values[:0] if c.values is not None else []) for c in cols}
             pq.write_table(pa.table(empty), path)
     finally:
         if writer is not None:
@@ -99,8 +79,8 @@ def write_parquet(db, cols, path):
 
 
 @tool("page_db_export")
-def main(argv=None):
-    ap = parser("page_db_export", __doc__)
+def main(argv: Argv, prog: str) -> None:
+    ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("file", help="output file")
     ap.add_argument("--format", choices=("csv", "parquet"), help="default: from FILE's extension")
