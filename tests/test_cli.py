@@ -1,8 +1,10 @@
 """The page_db_* tools on a crawled database, on a live one, and on broken ones."""
 
 import csv
+import importlib.metadata
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -13,16 +15,18 @@ import lmdb
 import numpy as np
 import pytest
 
+from conftest import dataset
 from frontera_linkrank.cli import check, dump, export, find, importer, links, path, rank, stats
+from frontera_linkrank.cli.commands import BY_NAME
+from frontera_linkrank.cli.main import main as frontera_linkrank
 from frontera_linkrank.simulation.crawl import simulate
 from frontera_linkrank.simulation.graphs import load_hollins
 from frontera_linkrank.storage.pagedb import PageDB, page_key
 from frontera_linkrank.storage.vertices import CRAWLED, F_SEED, LEASED
-from conftest import dataset
 from test_cli_import_rank import reference_pagerank
 
-TOOLS = ["page_db_dump", "page_db_find", "page_db_links", "page_db_path", "page_db_stats", "page_db_check",
-         "page_db_export", "page_db_import", "page_db_rank"]  # fmt: skip
+TOOLS = ["page_db_seeds", "page_db_dump", "page_db_find", "page_db_links", "page_db_path", "page_db_stats",
+         "page_db_check", "page_db_export", "page_db_import", "page_db_rank"]  # fmt: skip
 BIN = os.path.dirname(sys.executable)
 
 
@@ -70,7 +74,8 @@ def test_dump_info(crawled, capsys):
     code, out, _ = run(dump.main, ["info", db_path], capsys)
     lines = out.splitlines()
     assert code == 0
-    assert lines[0] == "hash index url first_crawl last_crawl n_changes n_crawls depth score importance pagerank authority hub"
+    header = "hash index url first_crawl last_crawl n_changes n_crawls depth score importance pagerank authority hub"
+    assert lines[0] == header
     rows = [l.split(" ") for l in lines[1:]]
     with PageDB(db_path, readonly=True) as db:
         assert len(rows) == db.n_pages
@@ -104,7 +109,8 @@ def test_dump_links_matches_the_graph(crawled, capsys):
         by_fp = {bytes.fromhex(fp.decode()): u for fp, u in zip(g.fingerprints, g.urls)}
         for v in order:
             for w in g.out(v).tolist():
-                a, b = db.find(bytes.fromhex(g.fingerprints[v].decode())), db.find(bytes.fromhex(g.fingerprints[w].decode()))
+                a = db.find(bytes.fromhex(g.fingerprints[v].decode()))
+                b = db.find(bytes.fromhex(g.fingerprints[w].decode()))
                 if a != b:
                     expected.add((urls[a], urls[b]))
         del by_fp
@@ -146,7 +152,8 @@ def test_stats_json_and_text(crawled, capsys):
     s = json.loads(out)
     assert s["pages_by_state"]["crawled"] == len(order)
     assert s["pages"] == sum(s["pages_by_state"].values())
-    assert abs(s["cash"]["residual"]) < 1e-9 and s["cash"]["error_bound"] == pytest.approx(1 / s["cash"]["history_total"])
+    assert abs(s["cash"]["residual"]) < 1e-9
+    assert s["cash"]["error_bound"] == pytest.approx(1 / s["cash"]["history_total"])
     assert s["top_pages"]["importance"][0]["url"] in ("http://www.hollins.edu/", "http://www1.hollins.edu/")
     code, out, _ = run(stats.main, [db_path], capsys)
     assert "cash" in out and "top hosts" in out
@@ -267,7 +274,8 @@ def test_import_of_a_dump_pair_rebuilds_the_crawled_database(crawled, tmp_path, 
     assert 0 < sum(scored) < len(scored) / 2
     (tmp_path / "scored.txt").write_text("\n".join(rows) + "\n")
     pers = str(tmp_path / "pers")
-    code, _, err = run(importer.main, [pers, str(tmp_path / "links.txt.gz"), "--info", str(tmp_path / "scored.txt")], capsys)
+    argv = [pers, str(tmp_path / "links.txt.gz"), "--info", str(tmp_path / "scored.txt")]
+    code, _, err = run(importer.main, argv, capsys)
     assert code == 0, err
     code, out, _ = run(rank.main, [pers, "--algorithm", "pagerank", "--personalized"], capsys)
     assert code == 0 and "pagerank personalized: " in out and "hits" not in out
@@ -298,7 +306,8 @@ def append_records(db_path, change):
         meta = json.loads(txn.get(b"meta", db=dbs[b"meta"]))
         seq = meta.get("vlog_seq", 0)
         k = len(idx)
-        entry = struct.pack("<8sQ", b"LRvlog01", k) + np.asarray(idx, "<u4").tobytes() + b"\0" * ((-4 * k) % 8) + recs[idx].tobytes()
+        pad = b"\0" * ((-4 * k) % 8)
+        entry = struct.pack("<8sQ", b"LRvlog01", k) + np.asarray(idx, "<u4").tobytes() + pad + recs[idx].tobytes()
         txn.put(page_key(seq), entry, db=dbs[b"vlog"])
         meta["vlog_seq"] = seq + 1
         txn.put(b"meta", json.dumps(meta).encode(), db=dbs[b"meta"])
@@ -344,7 +353,8 @@ def edge_row(src, dsts):
             n, seq = meta["n_pages"], meta["edge_seq"]
             d = [x(n) if callable(x) else x for x in dsts]
             s = src(n) if callable(src) else src
-            block = struct.pack("<8sIIQ", b"LRedges1", 0, 1, len(d)) + np.array([s], "<u4").tobytes() + np.array([0, len(d)], "<u4").tobytes() + np.array(d, "<u4").tobytes()
+            block = (struct.pack("<8sIIQ", b"LRedges1", 0, 1, len(d)) + np.array([s], "<u4").tobytes()
+                     + np.array([0, len(d)], "<u4").tobytes() + np.array(d, "<u4").tobytes())  # fmt: skip
             txn.put(seq.to_bytes(8, "big"), block, db=dbs[b"edges"])
             meta["edge_seq"] = seq + 1
             txn.put(b"meta", json.dumps(meta).encode(), db=dbs[b"meta"])
@@ -441,9 +451,11 @@ BREAKAGES = {
     "pages point to missing parents": (edit("parent", lambda r, i: len(r) + 10), False),
     "seed pages with a depth other than 0": (edit("depth", lambda r, i: 2, first_seed), False),
     "pages whose fingerprint is not their URL's": (edit("fp", lambda r, i: b"\x01" * 20), True),
-    "pages whose host is not their URL's": (edit("host", lambda r, i: (r["host"][i] + 1) % (r["host"].max() + 1)), True),
+    "pages whose host is not their URL's": (
+        edit("host", lambda r, i: (r["host"][i] + 1) % (r["host"].max() + 1)), True),
     "crawled pages with no crawl counted": (edit("n_crawls", lambda r, i: 0, first_crawled), False),
-    "crawled pages with inconsistent crawl times": (edit("first_crawl", lambda r, i: r["last_crawl"][i] + 100, first_crawled), False),
+    "crawled pages with inconsistent crawl times": (
+        edit("first_crawl", lambda r, i: r["last_crawl"][i] + 100, first_crawled), False),
     # links
     "stored out-degree differs": (lambda p: append_records(p, wrong_degree), False),
     "links to missing pages": (edge_row(1, [2, lambda n: n + 5]), False),
@@ -550,3 +562,101 @@ def test_tools_on_a_database_while_a_crawl_writes(tmp_path):
     assert r.stdout.splitlines()[-1].endswith("http://elsewhere.test/")  # the seed's links, replaced
     r = tool_run("page_db_check", db_path)
     assert r.returncode == 0, r.stdout
+
+
+# -- frontera-linkrank NAME is the page_db_* script -------------------------------
+
+
+def script(alias):
+    """The installed console script ``alias``'s function."""
+    (entry,) = importlib.metadata.entry_points(group="console_scripts", name=alias)
+    return entry.load()
+
+
+def scrub(text, name):
+    """Output with what may differ between two runs made the same: the
+    program name (``frontera-linkrank NAME`` -> its alias) and timings."""
+    text = text.replace(f"frontera-linkrank {name}", BY_NAME[name].alias)
+    text = re.sub(r"\b\d+\.\d+ s\b", "T s", text)
+    return re.sub(r"\([\d,]+ links/s\)", "(R links/s)", text)
+
+
+def both_ways(name, argv, capsys, before=None):
+    """``frontera-linkrank NAME ARGV`` and ``page_db_NAME ARGV`` (in this
+    process, through the installed script's function): their exit status,
+    stdout and stderr, scrubbed. ``before`` runs before each (resets files)."""
+    results = []
+    for call in (script(BY_NAME[name].alias), lambda a: frontera_linkrank([name, *a])):
+        if before:
+            before()
+        code, out, err = run(call, argv, capsys)
+        results.append((code, scrub(out, name), scrub(err, name)))
+    return results
+
+
+def test_every_subcommand_is_its_page_db_script(crawled, tmp_path, capsys):
+    """Same arguments, output and exit status both ways, on a crawled
+    database (read-only tools), on copies of it (rank) and into a fresh
+    directory (import); errors too."""
+    db_path = crawled[0]
+    missing = str(tmp_path / "missing")
+    work = tmp_path / "work"
+
+    def fresh_copy():
+        shutil.rmtree(work, ignore_errors=True)
+        copy_db(db_path, work)
+
+    def no_db():
+        shutil.rmtree(work, ignore_errors=True)
+
+    edges = tmp_path / "edges.tsv"
+    edges.write_text("http://a.test/\thttp://b.test/\nhttp://b.test/\tmailto:x@y\nnot two fields\n")
+    cases = [
+        ("seeds", [db_path, "-k", "3", "-o", "-"], None),
+        ("seeds", [missing, "-k", "3", "-o", "-"], None),
+        ("dump", ["info", db_path, "--sort", "importance", "--top", "40"], None),
+        ("dump", ["links", db_path], None),
+        ("dump", ["info", missing], None),
+        ("find", [db_path, r"hollins\.edu/[a-c]"], None),
+        ("find", [db_path, "("], None),
+        ("links", [db_path, "http://www.hollins.edu/"], None),
+        ("links", [db_path, "http://nowhere.test/"], None),
+        ("path", [db_path, "http://www.hollins.edu/"], None),
+        ("stats", [db_path], None),
+        ("stats", [db_path, "--json"], None),
+        ("check", [db_path, "--no-urls"], None),
+        ("check", [missing], None),
+        ("export", [db_path, str(tmp_path / "pages.csv")], None),
+        ("export", [db_path, str(tmp_path / "nodir" / "pages.csv")], None),
+        ("import", [str(work), str(edges)], no_db),
+        ("import", [str(work), str(edges), "--skip-malformed", "--crawl-time", "1000"], no_db),
+        ("rank", [str(work), "--algorithm", "pagerank"], fresh_copy),
+        ("rank", [missing], None),
+    ]
+    seen = set()
+    for name, argv, before in cases:
+        seen.add(name)
+        script_run, sub_run = both_ways(name, argv, capsys, before)
+        assert script_run == sub_run, (name, argv)
+        if name == "export" and script_run[0] == 0:
+            written = (tmp_path / "pages.csv").read_bytes()
+            frontera_linkrank([name, *argv])
+            assert (tmp_path / "pages.csv").read_bytes() == written
+            capsys.readouterr()
+    assert seen == {c.name for c in BY_NAME.values() if c.alias}
+    # Each case ran: outputs and failures as each tool documents them.
+    assert both_ways("import", [str(work), str(edges)], capsys, no_db)[0][0] == 1  # stopped at the bad line
+    code, out, err = both_ways("check", [missing], capsys)[1]
+    assert (code, out) == (2, "") and err == f"page_db_check: error: {missing}: no such directory\n"
+    assert frontera_linkrank(["check", missing]) == 2
+    assert capsys.readouterr().err == f"frontera-linkrank check: error: {missing}: no such directory\n"
+
+
+def test_a_subcommand_refuses_bad_arguments_like_its_script(crawled, capsys):
+    """argparse's usage errors: exit status 2 both ways, the usage naming the command typed."""
+    for call, prog in ((lambda a: dump.main(a), "page_db_dump"), (lambda a: frontera_linkrank(["dump", *a]), None)):
+        with pytest.raises(SystemExit) as e:
+            call(["info", crawled[0], "--sort", "nope"])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"usage: {prog or 'frontera-linkrank dump'} info ") and "invalid choice: 'nope'" in err

@@ -13,6 +13,8 @@ list of failures otherwise, 2 when PATH is not a page database.
 ``--no-urls`` skips recomputing every URL's fingerprint (the slow part).
 """
 
+from __future__ import annotations
+
 import fcntl
 import math
 import os
@@ -22,15 +24,15 @@ import time
 import numpy as np
 
 from ..numeric import unique
-from ..storage.pagedb import CorruptDatabase
+from ..storage.pagedb import CorruptDatabase, PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint
 from ..storage.vertices import CRAWLED, F_SEED, LEASED, NO_PAGE, STATE_NAMES
-from .common import books, open_db, parser, tool
+from .common import Argv, books, open_db, parser, tool
 
 TOL = 1e-9
 
 
-def writer_active(path):
+def writer_active(path: str) -> bool:
     """True if a process holds the page database's writer lock."""
     try:
         fd = os.open(os.path.join(path, "writer.lock"), os.O_RDONLY)
@@ -45,7 +47,8 @@ def writer_active(path):
         os.close(fd)
 
 
-def check_cash(db):
+def check_cash(db: PageDB) -> list[str]:
+    """The AOPIC books: cash conserved, nothing negative, G the sum of history."""
     a = books(db)
     v, n = db.vertices, db.n_pages
     out = []
@@ -69,7 +72,8 @@ def check_cash(db):
     return out
 
 
-def check_pages(db, urls_too):
+def check_pages(db: PageDB, urls_too: bool) -> list[str]:
+    """Page records, URLs, fingerprints, hosts, parents and crawl records."""
     v, n = db.vertices, db.n_pages
     out = []
     st = v.state[:n]
@@ -126,7 +130,8 @@ def check_pages(db, urls_too):
     return out
 
 
-def check_links(db):
+def check_links(db: PageDB) -> list[str]:
+    """Stored links: existing ends, no self-links or duplicates, degrees as stored."""
     v, n = db.vertices, db.n_pages
     out = []
     degree = np.zeros(n, np.int64)
@@ -157,11 +162,14 @@ def check_links(db):
         out.append(f"{dup_rows} duplicate links stored")
     mismatch = np.flatnonzero(degree != v.n_out[:n])
     if len(mismatch):
-        out.append(f"{len(mismatch)} pages whose stored out-degree differs from their links (first: index {mismatch[0]})")
+        out.append(
+            f"{len(mismatch)} pages whose stored out-degree differs from their links (first: index {mismatch[0]})"
+        )
     return out
 
 
-def check_leases(db):
+def check_leases(db: PageDB) -> tuple[list[str], list[str]]:
+    """Lease times (failures) and leases left by a stopped crawl (notes)."""
     v, n = db.vertices, db.n_pages
     out, notes = [], []
     leased = v.state[:n] == LEASED
@@ -175,7 +183,8 @@ def check_leases(db):
     return out, notes
 
 
-def check_scores(db):
+def check_scores(db: PageDB) -> list[str]:
+    """Stored rankings: finite, no longer than the page table."""
     out = []
     with db.snapshot() as txn:
         for name in db.score_names(txn):
@@ -188,8 +197,8 @@ def check_scores(db):
 
 
 @tool("page_db_check")
-def main(argv=None):
-    ap = parser("page_db_check", __doc__)
+def main(argv: Argv, prog: str) -> int:
+    ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("--no-urls", action="store_true", help="skip re-fingerprinting every URL")
     args = ap.parse_args(argv)

@@ -1,10 +1,16 @@
-"""Plumbing shared by the ``page_db_*`` tools.
+"""Plumbing shared by the command-line tools.
 
 Every tool opens the page database read-only (so it works while a crawl
 writes to it; it sees the last commit), streams its output, exits quietly
 when the reader of a pipe goes away (``| head``), and turns a wrong path or
 a broken database into one clear line on stderr and exit status 2.
+
+A tool is a module of this package with a ``main(argv=None, prog=...)``
+made by :func:`tool`; it runs both as ``frontera-linkrank NAME`` and as its
+``page_db_NAME`` script (:mod:`.commands`), and names itself by ``prog``.
 """
+
+from __future__ import annotations
 
 import argparse
 import functools
@@ -12,6 +18,8 @@ import math
 import os
 import re
 import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol, TextIO
 
 import numpy as np
 
@@ -22,29 +30,53 @@ from ..storage.vertices import NO_PAGE
 
 SCORE_NAMES = ("pagerank", "authority", "hub")
 _HEX40 = re.compile(r"[0-9a-fA-F]{40}")
+Argv = Sequence[str] | None
 
 
 class ToolError(Exception):
     """A user-facing error: printed as one line, exit status 2."""
 
 
-def parser(prog, description):
-    return argparse.ArgumentParser(prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+class ToolMain(Protocol):
+    """A tool's entry point: ``main(argv=None, prog=...)`` -> exit status."""
+
+    def __call__(self, argv: Argv = None, prog: str = ...) -> int: ...
 
 
-def tool(prog):
-    """Decorator for a tool's ``main(argv=None)``: clear errors, quiet pipes."""
+def parser(prog: str, doc: str) -> argparse.ArgumentParser:
+    """An argument parser for ``prog`` described by the tool's docstring.
 
-    def wrap(fn):
+    The docstring starts with the tool's ``page_db_*`` name; run as
+    ``frontera-linkrank NAME`` that name is replaced by ``prog`` so the
+    help shows the command the user typed.
+    """
+    alias = doc.split(":", 1)[0].strip()
+    if alias.startswith("page_db_") and prog != alias:
+        doc = doc.replace(alias, prog)
+    return argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def error_line(prog: str, message: object) -> None:
+    """The one line on stderr that every tool error comes down to."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+
+
+def tool(default_prog: str) -> Callable[[Callable[[Argv, str], int | None]], ToolMain]:
+    """Decorator making a tool's ``main(argv=None, prog=default_prog)``.
+
+    The decorated function takes ``(argv, prog)`` and returns an exit
+    status or None (0). :class:`ToolError` and :class:`PageDBError` become
+    one line on stderr and status 2; a closed pipe ends quietly with 0;
+    Ctrl-C gives 130.
+    """
+
+    def wrap(fn: Callable[[Argv, str], int | None]) -> ToolMain:
         @functools.wraps(fn)
-        def main(argv=None):
+        def main(argv: Argv = None, prog: str = default_prog) -> int:
             try:
-                return fn(argv) or 0
-            except ToolError as e:
-                print(f"{prog}: error: {e}", file=sys.stderr)
-                return 2
-            except PageDBError as e:
-                print(f"{prog}: error: {e}", file=sys.stderr)
+                return fn(argv, prog) or 0
+            except (ToolError, PageDBError) as e:
+                error_line(prog, e)
                 return 2
             except BrokenPipeError:
                 # The reader went away (| head): stop without a traceback.
@@ -59,19 +91,19 @@ def tool(prog):
     return wrap
 
 
-def open_db(path):
+def open_db(path: str) -> PageDB:
     """Open ``path`` read-only, with a clear message if it is not a page database."""
     if not os.path.exists(path):
         raise ToolError(f"{path}: no such directory")
     return PageDB(path, readonly=True)
 
 
-def books(db):
+def books(db: PageDB) -> Aopic:
     """AOPIC books of the last commit (cash, history, the virtual page)."""
     return Aopic.from_saved(db.vertices, db.meta.get("aopic"), db.host_ids)
 
 
-def scores(db, name):
+def scores(db: PageDB, name: str) -> np.ndarray:
     """Score vector ``name`` over all pages: nan where not computed."""
     out = np.full(db.n_pages, math.nan)
     values, _ = db.read_scores(name)
@@ -81,13 +113,13 @@ def scores(db, name):
     return out
 
 
-def fp_hex(db, idx):
+def fp_hex(db: PageDB, idx: Iterable[int] | np.ndarray) -> list[str]:
     """Fingerprints of pages ``idx`` as 40-character hex strings."""
     raw = db.vertices.fp[np.asarray(idx, np.int64)].tobytes().hex()
     return [raw[k : k + 40] for k in range(0, len(raw), 40)]
 
 
-def resolve(db, spec):
+def resolve(db: PageDB, spec: str) -> int:
     """Page index of a fingerprint (40 hex digits) or a URL."""
     if _HEX40.fullmatch(spec):
         i = db.find(bytes.fromhex(spec))
@@ -101,7 +133,7 @@ def resolve(db, spec):
     return i
 
 
-def parents_path(db, i):
+def parents_path(db: PageDB, i: int) -> list[int]:
     """Pages from ``i`` back along discovery parents to a seed."""
     path, seen = [i], {i}
     parent = db.vertices.parent
@@ -114,7 +146,7 @@ def parents_path(db, i):
     return path
 
 
-def write_lines(lines, out=None):
+def write_lines(lines: Iterable[str], out: TextIO | None = None) -> None:
     """Write an iterable of lines in large chunks."""
     out = out or sys.stdout
     buf = []
@@ -128,5 +160,6 @@ def write_lines(lines, out=None):
     out.flush()
 
 
-def fmt_float(x):
+def fmt_float(x: float) -> str:
+    """A float as Python writes it back exactly (``nan`` for NaN)."""
     return "nan" if x != x else repr(float(x))

@@ -7,17 +7,21 @@ regular expression, searched anywhere in the URL; Python's ``re`` syntax,
 a superset of POSIX ERE), in page-index order.
 """
 
+from __future__ import annotations
+
 import re
 import sys
+from collections.abc import Iterator
 
-from .common import ToolError, fp_hex, open_db, parser, tool, write_lines
+from ..storage.pagedb import PageDB
+from .common import Argv, ToolError, fp_hex, open_db, parser, tool, write_lines
 
 CHUNK = 50_000
 
 
 @tool("page_db_find")
-def main(argv=None):
-    ap = parser("page_db_find", __doc__)
+def main(argv: Argv, prog: str) -> None:
+    ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("regex", help="regular expression matched against each URL")
     ap.add_argument("-i", "--ignore-case", action="store_true")
@@ -33,7 +37,8 @@ def main(argv=None):
         db.close()
 
 
-def matches(db, pattern):
+def matches(db: PageDB, pattern: re.Pattern[str]) -> Iterator[str]:
+    """``hash url`` of the pages whose URL ``pattern`` finds a match in, by index."""
     n = db.n_pages
     search = pattern.search
     with db.snapshot() as txn:

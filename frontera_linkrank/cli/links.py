@@ -7,17 +7,22 @@ current out-links), one ``hash url`` per line, each list after a header
 line starting with ``#``.
 """
 
+from __future__ import annotations
+
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 from ..numeric import unique
-from .common import fp_hex, open_db, parser, resolve, tool, write_lines
+from ..storage.pagedb import PageDB
+from .common import Argv, fp_hex, open_db, parser, resolve, tool, write_lines
 
 
 @tool("page_db_links")
-def main(argv=None):
-    ap = parser("page_db_links", __doc__)
+def main(argv: Argv, prog: str) -> None:
+    ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("page", metavar="HASH_OR_URL", help="page fingerprint (40 hex digits) or URL")
     args = ap.parse_args(argv)
@@ -39,7 +44,8 @@ def main(argv=None):
         db.close()
 
 
-def section(db, txn, title, idx):
+def section(db: PageDB, txn: Any, title: str, idx: Any) -> Iterator[str]:
+    """A ``# title (count)`` line, then ``hash url`` of each page of ``idx``."""
     idx = np.asarray(idx, np.int64)
     yield f"# {title} ({len(idx)})"
     for h, u in zip(fp_hex(db, idx), db.urls(idx, txn)):

@@ -1,114 +1,49 @@
-"""``frontera-linkrank``: project commands that are not page-database tools.
+"""``frontera-linkrank COMMAND [ARGS...]``: every tool of the project.
 
-    frontera-linkrank serve-web GRAPH [options]   the local test web
-    frontera-linkrank top PATH [-n 20]            the most important pages of a page database
-    frontera-linkrank simulate GRAPH [options]    compare crawl policies on a link graph
-
-(The ``page_db_*`` commands inspect and maintain page databases.)
+The commands are listed in :data:`.commands.COMMANDS`; each one's page
+database tools are also installed as ``page_db_NAME`` scripts, with the
+same arguments, output and exit status.
 """
 
-import argparse
-import math
+from __future__ import annotations
+
 import sys
+from collections.abc import Sequence
 
-from .common import ToolError
-
-
-def serve_web(argv):
-    ap = argparse.ArgumentParser(
-        prog="frontera-linkrank serve-web",
-        description="Serve a link graph over HTTP on 127.0.0.1, as an HTTP proxy: point a crawler at it "
-        "with http_proxy=http://127.0.0.1:PORT and it fetches the graph's URLs, real host names and all, "
-        "without leaving the machine.",
-    )
-    ap.add_argument("graph", help="hollins, uk2007, ukwa, a Hollins-style folder, a CSR .npz, "
-                    "or a SRC_URL<TAB>DST_URL file")
-    ap.add_argument("--port", type=int, default=0, help="TCP port (default: a free one)")
-    ap.add_argument("--port-file", help="write the port number here once listening")
-    ap.add_argument("--errors", type=float, default=0.0, metavar="SHARE", help="share of pages answering 404")
-    ap.add_argument("--redirects", type=float, default=0.0, metavar="SHARE", help="share of pages answering 301")
-    ap.add_argument("--slow", type=float, default=0.0, metavar="SHARE", help="share of slow pages")
-    ap.add_argument("--slow-delay", type=float, default=1.0, metavar="SECONDS")
-    ap.add_argument("--disallow", action="append", default=[], metavar="PATH", help="robots.txt Disallow prefix")
-    ap.add_argument("--changes", metavar="MIN:MAX",
-                    help="pages change as Poisson processes with rates (per second) drawn log-uniformly "
-                    "in [MIN, MAX], seeded by --seed")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--log", help="append 'time method url status' for each request to this file")
-    ap.add_argument("--max-requests", type=int, default=0, help="stop after this many requests")
-    ap.add_argument("--timeout", type=float, default=0, help="stop after this many seconds")
-    args = ap.parse_args(argv)
-    for name in ("errors", "redirects", "slow"):
-        if not 0 <= getattr(args, name) <= 1:
-            raise ToolError(f"--{name} must be a share between 0 and 1")
-
-    import time
-
-    import numpy as np
-
-    from ..simulation.datasets import load_graph
-    from ..testweb.server import serve
-    from ..testweb.web import TestWeb
-
-    try:
-        graph = load_graph(args.graph)
-    except (OSError, ValueError) as e:
-        raise ToolError(str(e)) from None
-    rates = None
-    start = time.time()
-    if args.changes:
-        try:
-            lo, hi = (float(x) for x in args.changes.split(":"))
-            if not 0 < lo <= hi:
-                raise ValueError
-        except ValueError:
-            raise ToolError("--changes takes MIN:MAX, two positive rates with MIN <= MAX") from None
-        rng = np.random.default_rng(args.seed)
-        rates = np.exp(rng.uniform(math.log(lo), math.log(hi), graph.n))
-    web = TestWeb(graph, args.errors, args.redirects, args.slow, args.slow_delay, args.disallow, args.seed,
-                  change_rates=rates, start_time=start)
-
-    def ready(port):
-        if args.port_file:
-            with open(args.port_file, "w") as f:
-                f.write(f"{port}\n")
-        print(f"serving {graph.name}: {graph.n:,} pages, {graph.n_edges:,} links on http://127.0.0.1:{port} "
-              f"(use it as http_proxy)", flush=True)
-
-    served = serve(web, args.port, args.log, args.max_requests, args.timeout, ready)
-    print(f"stopped after {served:,} requests", flush=True)
+from .commands import BY_NAME, COMMANDS, PROG
+from .common import error_line
 
 
-def simulate(argv):
-    from ..simulation.cli import main as simulate_main
+def usage() -> str:
+    """The top-level help: one line per command."""
+    width = max(len(c.name) for c in COMMANDS)
+    lines = [
+        f"usage: {PROG} COMMAND [ARGS...]",
+        "",
+        "Crawl frontier tools: inspect and maintain page databases, serve a test web, simulate crawl policies.",
+        "",
+        "commands:",
+    ]
+    lines += [f"  {c.name:<{width}}  {c.summary}" + (f" (also {c.alias})" if c.alias else "") for c in COMMANDS]
+    lines += ["", f"'{PROG} COMMAND --help' shows a command's arguments."]
+    return "\n".join(lines)
 
-    return simulate_main(argv)
 
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``frontera-linkrank``: dispatch ``argv[0]`` to its command.
 
-def top(argv):
-    from .top import main as top_main
-
-    return top_main(argv)
-
-
-COMMANDS = {"serve-web": serve_web, "simulate": simulate, "top": top}
-
-
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        print(__doc__.strip())
-        if argv and argv[0] not in ("-h", "--help"):
-            print(f"\nfrontera-linkrank: unknown command {argv[0]!r}", file=sys.stderr)
-            return 2
+    Returns the command's exit status; 0 for help, 2 (one line on
+    stderr) for an unknown command.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
         return 0
-    from ..storage.pagedb import PageDBError
-
-    try:
-        return COMMANDS[argv[0]](argv[1:]) or 0
-    except (ToolError, PageDBError) as e:
-        print(f"frontera-linkrank {argv[0]}: error: {e}", file=sys.stderr)
+    command = BY_NAME.get(argv[0])
+    if command is None:
+        error_line(PROG, f"unknown command {argv[0]!r} (one of {', '.join(BY_NAME)}; see {PROG} --help)")
         return 2
+    return command.load()(argv[1:], prog=command.prog)
 
 
 if __name__ == "__main__":

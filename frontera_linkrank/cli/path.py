@@ -7,15 +7,17 @@ up to a seed: one ``depth hash url`` line each. The parent of a page is
 the page that gave it its shortest known depth.
 """
 
+from __future__ import annotations
+
 import sys
 
-from .common import fp_hex, open_db, parser, parents_path, resolve, tool, write_lines
 from ..storage.vertices import F_SEED
+from .common import Argv, fp_hex, open_db, parents_path, parser, resolve, tool, write_lines
 
 
 @tool("page_db_path")
-def main(argv=None):
-    ap = parser("page_db_path", __doc__)
+def main(argv: Argv, prog: str) -> None:
+    ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("page", metavar="HASH_OR_URL", help="page fingerprint (40 hex digits) or URL")
     args = ap.parse_args(argv)

@@ -7,17 +7,22 @@ history G, error bound 1/G, invariant residual), counters of the crawl,
 the last ranking runs, and the top pages and hosts.
 """
 
+from __future__ import annotations
+
 import json
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
+from ..storage.pagedb import PageDB
 from ..storage.vertices import F_SEED, STATE_NAMES
-from .common import books, open_db, parser, scores, tool
+from .common import Argv, books, open_db, parser, scores, tool
 
 
-def summary(db, top=10):
+def summary(db: PageDB, top: int = 10) -> dict[str, Any]:
+    """The summary as plain data (what ``--json`` prints)."""
     v, n = db.vertices, db.n_pages
     a = books(db)
     state = v.state[:n]
@@ -65,9 +70,11 @@ def summary(db, top=10):
     return out
 
 
-def text(s):
+def text(s: dict[str, Any]) -> str:
+    """The summary :func:`summary` made, as aligned lines."""
     lines = [f"page database {s['path']}"]
-    lines.append(f"pages      {s['pages']:,}  ({', '.join(f'{k} {v:,}' for k, v in s['pages_by_state'].items())}; seeds {s['seeds']:,})")
+    by_state = ", ".join(f"{k} {v:,}" for k, v in s["pages_by_state"].items())
+    lines.append(f"pages      {s['pages']:,}  ({by_state}; seeds {s['seeds']:,})")
     lines.append(f"links      {s['links']:,}")
     lines.append(f"hosts      {s['hosts']:,}")
     c = s["cash"]
@@ -75,7 +82,9 @@ def text(s):
         f"cash       virtual page {c['virtual_page']:.6g}, pages {c['pages']:.6g}, residual {c['residual']:.2e} "
         f"(omega policy {c['omega_policy']})"
     )
-    lines.append(f"history    G = {c['history_total']:.6g}, error bound 1/G = {c['error_bound']:.3g}, reads {c['reads']:,}")
+    lines.append(
+        f"history    G = {c['history_total']:.6g}, error bound 1/G = {c['error_bound']:.3g}, reads {c['reads']:,}"
+    )
     if s["counters"]:
         lines.append("counters   " + ", ".join(f"{k} {v:,}" for k, v in sorted(s["counters"].items())))
     for name, info in s["ranking"].items():
@@ -86,13 +95,14 @@ def text(s):
         lines.append(f"top pages by {name}:")
         lines += [f"  {r[name]:.6g}  {r['url']}" for r in rows]
     lines.append("top hosts by importance:")
-    lines += [f"  {h['importance']:.6g}  {h['host']}  ({h['pages']:,} pages, {h['crawled']:,} crawled)" for h in s["top_hosts"]]
+    for h in s["top_hosts"]:
+        lines.append(f"  {h['importance']:.6g}  {h['host']}  ({h['pages']:,} pages, {h['crawled']:,} crawled)")
     return "\n".join(lines)
 
 
 @tool("page_db_stats")
-def main(argv=None):
-    ap = parser("page_db_stats", __doc__)
+def main(argv: Argv, prog: str) -> None:
+    ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("--top", type=int, default=10, metavar="N", help="pages and hosts to list (default 10)")
     ap.add_argument("--json", action="store_true", help="machine-readable output")

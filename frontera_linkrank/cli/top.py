@@ -1,4 +1,4 @@
-"""The most important pages of a page database.
+"""frontera-linkrank top: the most important pages of a page database.
 
     frontera-linkrank top PATH [-n 20] [--by importance|pagerank|authority|hub] [--crawled]
 
@@ -8,15 +8,20 @@ the periodic ranker, when there are any. The database is opened read-only,
 so this works while a crawl writes to it.
 """
 
+from __future__ import annotations
+
 import numpy as np
 
+from ..storage.pagedb import PageDB
 from ..storage.vertices import STATE_NAMES
-from .common import SCORE_NAMES, ToolError, books, open_db, scores
+from .common import SCORE_NAMES, Argv, ToolError, books, open_db, parser, scores, tool
 
 SCORES = ("importance",) + SCORE_NAMES
 
 
-def top_pages(db, n=20, by="importance", crawled_only=False):
+def top_pages(
+    db: PageDB, n: int = 20, by: str = "importance", crawled_only: bool = False
+) -> list[tuple[str | None, float, str]]:
     """The ``n`` best pages of an open page database by ``by``.
 
     Returns a list of ``(url, value, state name)``, best first (ties in
@@ -37,7 +42,7 @@ def top_pages(db, n=20, by="importance", crawled_only=False):
     return [(u, float(values[i]), STATE_NAMES.get(int(state[i]), "?")) for i, u in zip(order.tolist(), urls)]
 
 
-def format_top(rows, by="importance"):
+def format_top(rows: list[tuple[str | None, float, str]], by: str = "importance") -> str:
     """Rank, value, state and URL of each row, aligned."""
     if not rows:
         return f"no page has a {by} score yet"
@@ -48,10 +53,9 @@ def format_top(rows, by="importance"):
     return "\n".join(lines)
 
 
-def main(argv):
-    from .common import parser
-
-    ap = parser("frontera-linkrank top", __doc__)
+@tool("frontera-linkrank top")
+def main(argv: Argv, prog: str) -> None:
+    ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("-n", type=int, default=20, help="how many pages (default 20)")
     ap.add_argument("--by", default="importance", choices=SCORES, help="score to rank by (default importance)")
