@@ -22,20 +22,31 @@ simulation reports its average over sample times in the measured window
 (60, True)
 """
 
+from __future__ import annotations
+
 import math
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from frontera.core.models import Request, Response
+from numpy.typing import ArrayLike
 
 from ..testweb.web import TestWeb
 from .metrics import reference_pagerank
 
+if TYPE_CHECKING:
+    from ..backend.backend import LinkRankBackend
+    from .graphs import Graph
+
 
 @dataclass
 class FreshnessResult:
+    """What a freshness simulation measured."""
+
     policy: str
     fetches: int
     weighted: float  # importance-weighted freshness, averaged over the window
@@ -43,39 +54,104 @@ class FreshnessResult:
     not_modified: int  # 304 answers
     changes_detected: int
     refreshes: int
-    curve: list = field(default_factory=list)  # (time, weighted freshness)
+    curve: list[tuple[float, float]] = field(default_factory=list)  # (time, weighted freshness)
 
 
 class _Clock:
-    def __init__(self, t):
+    def __init__(self, t: float) -> None:
         self.t = t
 
-    def __call__(self):
+    def __call__(self) -> float:
         return self.t
 
 
-def change_rates(n, lo, hi, seed=0):
+class _Sampler:
+    """Freshness at the sample ``times`` as the simulated clock passes them;
+    a stored copy is fresh until ``stale_at`` (the page's next change after
+    its fetch)."""
+
+    def __init__(self, truth: np.ndarray, stale_at: np.ndarray, times: np.ndarray) -> None:
+        self.truth, self.stale_at, self.times = truth, stale_at, times
+        self.curve: list[tuple[float, float]] = []
+        self.plain: list[float] = []
+        self.next = 0
+
+    def __call__(self, upto: float) -> None:
+        while self.next < len(self.times) and self.times[self.next] <= upto:
+            t = self.times[self.next]
+            fresh = self.stale_at > t
+            self.curve.append((float(t), float(self.truth[fresh].sum() / self.truth.sum())))
+            self.plain.append(float(fresh.mean()))
+            self.next += 1
+
+
+def _request(graph: Graph, v: int) -> Request:
+    r = Request(graph.urls[v])
+    r.meta[b"fingerprint"] = graph.fingerprints[v]
+    return r
+
+
+def _fetch(
+    backend: LinkRankBackend,
+    graph: Graph,
+    web: TestWeb,
+    clock: _Clock,
+    sample: _Sampler,
+    fetches: int,
+    batch: int,
+    fetch_rate: float,
+    t_end: float,
+) -> int:
+    """The crawl: up to ``fetches`` fetches, one every ``1/fetch_rate``
+    simulated seconds, each answered by ``web`` at that time. Returns the
+    fetches done."""
+    done = 0
+    while done < fetches:
+        reqs = backend.get_next_requests(min(batch, fetches - done))
+        if not reqs:  # nothing to do: the crawler waits a fetch slot
+            clock.t += 1.0 / fetch_rate
+            sample(clock.t)
+            if clock.t > t_end:
+                break
+            continue
+        for r in reqs:
+            clock.t += 1.0 / fetch_rate
+            sample(clock.t)
+            v = graph.index[r.url]
+            headers = r.headers or {}
+            inm = headers.get(b"If-None-Match")
+            status, resp_headers, body = web.answer(r.url, clock.t, inm.decode() if isinstance(inm, bytes) else inm)
+            if status == 200:
+                sample.stale_at[v] = web.next_change(v, clock.t)
+            backend.page_crawled(Response(r.url, status_code=status, headers=resp_headers, body=body, request=r))
+            if status == 200:
+                backend.links_extracted(r, [_request(graph, w) for w in graph.out(v).tolist()])
+            done += 1
+    return done
+
+
+def change_rates(n: int, lo: float, hi: float, seed: int = 0) -> np.ndarray:
     """Per-page change rates (per second), log-uniform in ``[lo, hi]``."""
     rng = np.random.default_rng(seed)
     return np.exp(rng.uniform(math.log(lo), math.log(hi), n))
 
 
 def simulate_freshness(
-    graph,
-    policy,
-    fetches,
-    fetch_rate=1.0,
-    change_range=(1e-4, 1e-1),
-    seeds=(0,),
-    batch=10,
-    min_interval=0.0,
-    samples=200,
-    window=0.5,
-    seed=0,
-    truth=None,
-    settings=None,
-    workdir=None,
-):
+    graph: Graph,
+    policy: str,
+    fetches: int,
+    fetch_rate: float = 1.0,
+    change_range: tuple[float, float] = (1e-4, 1e-1),
+    seeds: Sequence[int] = (0,),
+    batch: int = 10,
+    min_interval: float = 0.0,
+    samples: int = 200,
+    window: float = 0.5,
+    seed: int = 0,
+    truth: ArrayLike | None = None,
+    settings: dict[str, Any] | None = None,
+    workdir: str | None = None,
+) -> FreshnessResult:
     """Crawl ``graph`` with recrawl policy ``policy`` for ``fetches`` fetches.
 
     Parameters
@@ -124,55 +200,12 @@ def simulate_freshness(
         **(settings or {}),
     }
     backend = LinkRankBackend(settings=attrs, clock=clock)
-    fps = graph.fingerprints
-    # A stored copy is fresh until the page's next change after its fetch.
-    stale_at = np.full(n, -math.inf)
     t_end = start + fetches / fetch_rate
     t_window = t_end - window * (t_end - start)
-    sample_times = np.linspace(t_window, t_end, samples)
-    curve, plain = [], []
-    next_sample = 0
-
-    def request(v):
-        r = Request(graph.urls[v])
-        r.meta[b"fingerprint"] = fps[v]
-        return r
-
-    def sample(upto):
-        nonlocal next_sample
-        while next_sample < samples and sample_times[next_sample] <= upto:
-            t = sample_times[next_sample]
-            fresh = stale_at > t
-            curve.append((float(t), float(truth[fresh].sum() / truth.sum())))
-            plain.append(float(fresh.mean()))
-            next_sample += 1
-
+    sample = _Sampler(truth, np.full(n, -math.inf), np.linspace(t_window, t_end, samples))
     try:
-        backend.add_seeds([request(v) for v in seeds])
-        done = 0
-        while done < fetches:
-            reqs = backend.get_next_requests(min(batch, fetches - done))
-            if not reqs:  # nothing to do: the crawler waits a fetch slot
-                clock.t += 1.0 / fetch_rate
-                sample(clock.t)
-                if clock.t > t_end:
-                    break
-                continue
-            for r in reqs:
-                clock.t += 1.0 / fetch_rate
-                sample(clock.t)
-                v = graph.index[r.url]
-                headers = r.headers or {}
-                inm = headers.get(b"If-None-Match")
-                status, resp_headers, body = web.answer(
-                    r.url, clock.t, inm.decode() if isinstance(inm, bytes) else inm
-                )
-                if status == 200:
-                    stale_at[v] = web.next_change(v, clock.t)
-                backend.page_crawled(Response(r.url, status_code=status, headers=resp_headers, body=body, request=r))
-                if status == 200:
-                    backend.links_extracted(r, [request(w) for w in graph.out(v).tolist()])
-                done += 1
+        backend.add_seeds([_request(graph, v) for v in seeds])
+        done = _fetch(backend, graph, web, clock, sample, fetches, batch, fetch_rate, t_end)
         sample(math.inf)
         stats = backend.stats()
         assert abs(backend.core.aopic.residual()) < 1e-9, "cash not conserved"
@@ -180,14 +213,14 @@ def simulate_freshness(
         backend.frontier_stop()
         if own:
             shutil.rmtree(workdir, ignore_errors=True)
-    weighted = [f for _, f in curve]
+    weighted = [f for _, f in sample.curve]
     return FreshnessResult(
         policy,
         done,
         float(np.mean(weighted)) if weighted else 0.0,
-        float(np.mean(plain)) if plain else 0.0,
+        float(np.mean(sample.plain)) if sample.plain else 0.0,
         int(stats.get("not_modified", 0)),
         int(stats.get("changes_detected", 0)),
         int(stats.get("refreshes_out", 0)),
-        curve,
+        sample.curve,
     )
