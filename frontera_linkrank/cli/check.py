@@ -198,6 +198,7 @@ def check_scores(db: PageDB) -> list[str]:
 
 @tool("page_db_check")
 def main(argv: Argv, prog: str) -> int:
+    """Check the database at PATH; exit status 1 when an invariant fails."""
     ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("--no-urls", action="store_true", help="skip re-fingerprinting every URL")

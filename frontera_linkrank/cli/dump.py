@@ -71,6 +71,7 @@ def sort_order(db: PageDB, cols: dict[str, Column], column: str, ascending: bool
 
 @tool("page_db_dump")
 def main(argv: Argv, prog: str) -> None:
+    """Print the pages (``info``) or links (``links``) of the database at PATH."""
     ap = parser(prog, __doc__)
     sub = ap.add_subparsers(dest="what", required=True)
     info = sub.add_parser("info", help="one line per page")

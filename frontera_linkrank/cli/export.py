@@ -80,6 +80,7 @@ def write_parquet(db: PageDB, cols: list[Column], path: str) -> None:
 
 @tool("page_db_export")
 def main(argv: Argv, prog: str) -> None:
+    """Write the pages of the database at PATH to FILE as CSV or Parquet."""
     ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("file", help="output file")

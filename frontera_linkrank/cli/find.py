@@ -21,6 +21,7 @@ CHUNK = 50_000
 
 @tool("page_db_find")
 def main(argv: Argv, prog: str) -> None:
+    """Print the pages of the database at PATH whose URL matches REGEX."""
     ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("regex", help="regular expression matched against each URL")

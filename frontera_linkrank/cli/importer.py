@@ -300,6 +300,7 @@ def read_inputs(imp: Importer, args: argparse.Namespace, bar: tqdm, sources: lis
 
 @tool("page_db_import")
 def main(argv: Argv, prog: str) -> int:
+    """Import EDGES (and INFO) into the database at PATH; exit status 1 at a malformed line."""
     args = arguments(prog).parse_args(argv)
     crawl_time = check_arguments(args)
     try:

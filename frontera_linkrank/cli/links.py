@@ -22,6 +22,7 @@ from .common import Argv, fp_hex, open_db, parser, resolve, tool, write_lines
 
 @tool("page_db_links")
 def main(argv: Argv, prog: str) -> None:
+    """Print the back and forward links of one page."""
     ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("page", metavar="HASH_OR_URL", help="page fingerprint (40 hex digits) or URL")

@@ -17,6 +17,7 @@ from .common import Argv, fp_hex, open_db, parents_path, parser, resolve, tool, 
 
 @tool("page_db_path")
 def main(argv: Argv, prog: str) -> None:
+    """Print the discovery path of one page back to a seed."""
     ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("page", metavar="HASH_OR_URL", help="page fingerprint (40 hex digits) or URL")

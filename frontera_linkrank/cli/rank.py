@@ -126,6 +126,7 @@ def report(ranking: Ranking, args: argparse.Namespace, seconds: float) -> None:
 
 @tool("page_db_rank")
 def main(argv: Argv, prog: str) -> int:
+    """Rank the database at PATH and store the scores (needs the writer lock)."""
     args = arguments(prog).parse_args(argv)
     config = rank_config(args)
     db = open_writer(args.path, prog)

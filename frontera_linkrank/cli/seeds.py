@@ -194,6 +194,7 @@ def report(found: Extraction, args: argparse.Namespace, roots: list[str]) -> dic
 
 @tool("page_db_seeds")
 def main(argv: Argv, prog: str) -> None:
+    """Write K seeds extracted from the database at PATH."""
     args = arguments(prog).parse_args(argv)
     roots = check_arguments(args)
     db = open_db(args.path)

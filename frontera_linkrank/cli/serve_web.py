@@ -57,6 +57,7 @@ def change_range(spec: str) -> tuple[float, float]:
 
 @tool("frontera-linkrank serve-web")
 def main(argv: Argv, prog: str) -> None:
+    """Serve GRAPH until --max-requests or --timeout (or Ctrl-C)."""
     args = arguments(prog).parse_args(argv)
     for name in SHARES:
         if not 0 <= getattr(args, name) <= 1:

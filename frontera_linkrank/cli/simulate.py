@@ -12,6 +12,7 @@ from .common import Argv, tool
 
 @tool("frontera-linkrank simulate")
 def main(argv: Argv, prog: str) -> int:
+    """Run :func:`frontera_linkrank.simulation.cli.main` on ``argv``."""
     # Imported here: the simulator pulls in Frontera and the policies.
     from ..simulation.cli import main as simulate_main
 

@@ -102,6 +102,7 @@ def text(s: dict[str, Any]) -> str:
 
 @tool("page_db_stats")
 def main(argv: Argv, prog: str) -> None:
+    """Print the summary of the database at PATH (text or ``--json``)."""
     ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("--top", type=int, default=10, metavar="N", help="pages and hosts to list (default 10)")

@@ -55,6 +55,7 @@ def format_top(rows: list[tuple[str | None, float, str]], by: str = "importance"
 
 @tool("frontera-linkrank top")
 def main(argv: Argv, prog: str) -> None:
+    """Print the best pages of the database at PATH."""
     ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("-n", type=int, default=20, help="how many pages (default 20)")
