@@ -130,6 +130,11 @@ def _fetch(
     return done
 
 
+# Recrawl on, leases that never expire, a commit per batch only (the
+# interval is in simulated seconds).
+_RECRAWL = {"LINKRANK_RECRAWL": True, "LINKRANK_LEASE_TIMEOUT": 1e12, "LINKRANK_COMMIT_INTERVAL": 0}
+
+
 def change_rates(n: int, lo: float, hi: float, seed: int = 0) -> np.ndarray:
     """Per-page change rates (per second), log-uniform in ``[lo, hi]``."""
     rng = np.random.default_rng(seed)
@@ -191,12 +196,10 @@ def simulate_freshness(
     attrs = {
         "LINKRANK_PATH": f"{workdir}/db",
         "LINKRANK_SYNC": False,
-        "LINKRANK_RECRAWL": True,
+        **_RECRAWL,
         "LINKRANK_RECRAWL_POLICY": policy,
         "LINKRANK_RECRAWL_MIN_INTERVAL": min_interval,
         "LINKRANK_RECRAWL_CALIBRATE_PAGES": max(batch, n // 10),
-        "LINKRANK_LEASE_TIMEOUT": 1e12,
-        "LINKRANK_COMMIT_INTERVAL": 0,  # simulated seconds: commit per batch only
         **(settings or {}),
     }
     backend = LinkRankBackend(settings=attrs, clock=clock)
