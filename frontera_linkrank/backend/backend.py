@@ -12,7 +12,8 @@ rankings, recrawl) is the core's.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from frontera.core.components import Backend

@@ -11,9 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..scheduling.lifecycle import settle
+from ..scheduling.lifecycle import restore
 from ..storage.pagedb import PageDB
-from ..storage.vertices import CRAWLED
 
 
 def restore_dumped_pages(
@@ -35,15 +34,15 @@ def restore_dumped_pages(
         The page-table fields the values are for (``first_crawl``...).
     """
     v = db.vertices
-    settle(db, pages)  # crawl counts decide AOPIC membership
-    if values:
-        table = list(zip(*values))
-        for (name, kind, _), column in zip(wanted, table):
-            getattr(v, name)[pages] = np.asarray(column, np.float64 if kind is float else np.int64)
-    crawled = v.n_crawls[pages] > 0
-    v.state[pages[crawled]] = CRAWLED
-    # A dump rounds times to seconds: a crawled page keeps a positive first crawl.
-    early = pages[crawled & (v.first_crawl[pages] <= 0)]
-    v.first_crawl[early] = np.maximum(v.last_crawl[early], 1.0)
-    v.last_crawl[early] = np.maximum(v.last_crawl[early], v.first_crawl[early])
-    db.touch(pages)
+
+    def set_fields() -> None:
+        if values:
+            table = list(zip(*values))
+            for (name, kind, _), column in zip(wanted, table):
+                getattr(v, name)[pages] = np.asarray(column, np.float64 if kind is float else np.int64)
+        # A dump rounds times to seconds: a crawled page keeps a positive first crawl.
+        early = pages[(v.n_crawls[pages] > 0) & (v.first_crawl[pages] <= 0)]
+        v.first_crawl[early] = np.maximum(v.last_crawl[early], 1.0)
+        v.last_crawl[early] = np.maximum(v.last_crawl[early], v.first_crawl[early])
+
+    restore(db, pages, set_fields)  # settles the owed cash, then CRAWLED where crawled

@@ -10,7 +10,8 @@ it came in. Meta keys the frontier manages itself are not stored.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 SCORE_KEY = b"score"  # response meta: content score of the page; link meta: its hint
 SEED_WEIGHT_KEY = b"seed_weight"  # seed request meta: share of ω's cash

@@ -10,7 +10,7 @@ and cached (``socket.gethostbyname``, which blocks: only with
 from __future__ import annotations
 
 import socket
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 
 class HostKeys:

@@ -13,10 +13,19 @@ graph. It runs in a background thread on its own LMDB snapshot
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from ..scoring.ranker import BackgroundRanker, RankConfig, Ranking, RankScores, content_scores, load_stored
-from ..scoring.ranker import rank_snapshot, store
+from ..scoring.ranker import (
+    BackgroundRanker,
+    RankConfig,
+    Ranking,
+    RankScores,
+    content_scores,
+    load_stored,
+    rank_snapshot,
+    store,
+)
 from ..storage.pagedb import PageDB
 from .counters import Counters
 

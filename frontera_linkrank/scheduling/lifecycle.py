@@ -32,7 +32,7 @@ any             ERROR         :meth:`give_up` (cash to ω)          frontier cor
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import opic
 from .base import KeyFunction, Policy
-from . import opic  # noqa: I001
 
 if TYPE_CHECKING:
     from ...scoring.aopic import Aopic
