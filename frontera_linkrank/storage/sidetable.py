@@ -90,6 +90,11 @@ class Text:
     def decode(self, raw: Raw) -> str:
         return str(raw, "utf-8", self.errors)
 
+    def decode_many(self, raws: Iterable[Raw]) -> list[str]:
+        """:meth:`decode` of each value (URLs are read this way)."""
+        errors = self.errors
+        return [str(raw, "utf-8", errors) for raw in raws]
+
 
 @dataclass(frozen=True)
 class Json:
@@ -259,18 +264,22 @@ class SideTable:
         """
         idx = np.asarray(idx, np.int64)
         order = np.argsort(idx, kind="stable")
-        pages = idx[order].tolist()
-        keys = page_keys(pages)
+        ordered = idx[order]
+        keys = page_keys(ordered)
         got = txn.cursor(self.db).getmulti(keys) if self.db is not None and keys else []
-        out: list[Any] = [None] * len(pages)
-        decode = self.codec.decode
+        out: list[Any] = [None] * len(keys)
         pending = self._pending
-        if len(got) == len(keys) and (not pending or pending.keys().isdisjoint(pages)):
-            for j, (_, raw) in zip(order.tolist(), got):  # common case: all stored, none changed
-                out[j] = decode(raw)
+        if len(got) == len(keys) and (not pending or pending.keys().isdisjoint(ordered.tolist())):
+            # The common case (all stored, none changed in this batch), in bulk.
+            decode_many = getattr(self.codec, "decode_many", None)
+            raws = [raw for _, raw in got]
+            values = decode_many(raws) if decode_many is not None else map(self.codec.decode, raws)
+            for j, value in zip(order.tolist(), values):
+                out[j] = value
             return out
+        decode = self.codec.decode
         found = {bytes(k): raw for k, raw in got}
-        for j, i, key in zip(order.tolist(), pages, keys):
+        for j, i, key in zip(order.tolist(), ordered.tolist(), keys):
             raw = found.get(key)
             if pending:
                 raw = self._with_pending(i, raw)
