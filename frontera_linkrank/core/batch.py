@@ -31,6 +31,7 @@ from .pages import PageRegistry
 
 if TYPE_CHECKING:
     from ..recrawl.recrawler import Recrawler
+    from ..scoring.push import PushRank
 
 
 class PendingRead:
@@ -85,6 +86,7 @@ class BatchApplier:
         self.max_url_length = max_url_length
         self.pending: list[PendingRead] = []
         self.pending_by_idx: dict[int, PendingRead] = {}
+        self.push: PushRank | None = None  # policy "push": the estimate updated after each batch's reads
 
     def __len__(self) -> int:
         return len(self.pending)
@@ -366,12 +368,27 @@ class BatchApplier:
         if reads:
             self._record_reads(reads, read_kids)
         touched = read_kids + late_kids
+        if self.push is not None:
+            touched.append(self._push(reads, read_kids, pending, late_kids))
         if touched:
             kids = np.concatenate(touched)
             if len(kids):
                 t = unique(kids)
                 db.touch(t)
                 fr.offer(t)
+
+    def _push(self, reads: list[PendingRead], read_kids: list, pending: list[PendingRead],
+              late_kids: list) -> np.ndarray:
+        """The push estimate: the rows just read become pushable, then
+        residuals over the threshold are pushed; returns the pages whose
+        estimate rose."""
+        push = self.push
+        push.grow(self.db.vertices.n)
+        if reads:
+            push.read(np.fromiter((r.idx for r in reads), np.int64, len(reads)), read_kids)
+        if late_kids:
+            push.read(np.fromiter((r.idx for r in pending if r.late), np.int64, len(late_kids)), late_kids)
+        return push.push()
 
     def _record_reads(self, reads, kids_list):
         """Per-page fields of the pages read in this batch, and the depth,

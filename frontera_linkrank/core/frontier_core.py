@@ -37,6 +37,8 @@ from ..scheduling.frontier import Frontier
 from ..scheduling.lifecycle import PageLifecycle
 from ..scheduling.policies import POLICIES
 from ..scoring.aopic import Aopic
+from ..scoring.links import database_adjacency
+from ..scoring.push import PushRank
 from ..scoring.ranker import Ranking
 from ..settings import LinkRankSettings
 from ..storage.pagedb import PageDB
@@ -94,7 +96,9 @@ class FrontierCore:
         self.counters = Counters(db.meta.get("counters", {}))
         self.aopic = self._open_books()
         self.ranking = RankingSchedule(db, s, self.counters, self.clock())
-        keys = self.policy.key_function(v, self.aopic, ranks=self.ranking.ranks, weight=s.HYBRID_WEIGHT)
+        self.push = self._open_push()
+        online = {"push": self.push} if self.push is not None else {}
+        keys = self.policy.key_function(v, self.aopic, ranks=self.ranking.ranks, weight=s.HYBRID_WEIGHT, **online)
         self.frontier = Frontier(v, keys, self.policy.host_class(self.aopic))
         self.lifecycle = PageLifecycle(v, self.aopic, self.frontier, db.touch)
         # Leases of a previous process: that process is gone (we hold the
@@ -109,6 +113,7 @@ class FrontierCore:
         self.recrawler = Recrawler(db, s, self.importance, self.ranking.ranks, self.lifecycle) if s.RECRAWL else None
         self.batch = BatchApplier(db, self.registry, self.lifecycle, self.policy, self.counters, self.recrawler,
                                   s.MAX_PAGES_PER_HOST, s.MAX_LINKS_PER_PAGE, s.MAX_URL_LENGTH)
+        self.batch.push = self.push
         self.host_keys = HostKeys(db.host_names)
         self._last_commit = self.clock()
 
@@ -125,6 +130,25 @@ class FrontierCore:
             db.touch(np.arange(v.n))
             logger.info("omega policy changed from %s to %s: settled", saved["policy"], s.OMEGA_POLICY)
         return Aopic.from_settings(v, s, state=saved, host_ids=db.host_ids)
+
+    def _open_push(self) -> PushRank | None:
+        """The push estimate (policy ``push``), rebuilt from the stored
+        links of the crawled pages when the database has some."""
+        if self.policy.estimate != "push":
+            return None
+        s, db = self.settings, self.db
+        v = db.vertices
+        push = PushRank(s.DAMPING, s.PUSH_THRESHOLD, s.PUSH_TELEPORT)
+        push.grow(v.n)
+        crawled = np.flatnonzero(v.n_crawls[: v.n] > 0)
+        if len(crawled):
+            with db.snapshot() as txn:
+                a = database_adjacency(db, txn, v.n)
+            lens = np.diff(a.indptr)[crawled]
+            starts = np.repeat(a.indptr[crawled] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
+            push.read_flat(crawled, lens, a.indices[starts + np.arange(int(lens.sum()))].astype(np.int64))
+            push.push()
+        return push
 
     # -- what the crawler reports -----------------------------------------------------------
     def add_seeds(self, seeds: Iterable[RequestLike]) -> None:
@@ -333,6 +357,8 @@ class FrontierCore:
         )
         if self.recrawler is not None:
             out["refresh_scheduled"] = len(self.recrawler.refresher)
+        if self.push is not None:
+            out.update(self.push.stats())
         return out
 
     def importance(self, idx: np.ndarray | None = None) -> np.ndarray:
@@ -346,4 +372,7 @@ class FrontierCore:
         name = self.policy.estimate
         if name == "importance":
             return name, self.importance(np.arange(n))
+        if self.push is not None:
+            self.push.grow(n)
+            return name, self.push.normalised(np.arange(n))
         return name, self.ranking.ranks.values(name, np.arange(n))

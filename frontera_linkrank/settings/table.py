@@ -18,6 +18,7 @@ from typing import NamedTuple
 from ..recrawl.scheduler import POLICIES as RECRAWL_POLICIES
 from ..scheduling.policies import POLICIES as POLICY_REGISTRY
 from ..scoring.aopic import HISTORY_TIMES, OMEGA_POLICIES
+from ..scoring.push import TELEPORTS as PUSH_TELEPORTS
 from ..scoring.ranker import ALGORITHMS as RANK_ALGORITHMS
 from ..scoring.ranker import EDGE_MODES
 from .kinds import AlgorithmList, Bool, Choice, Float, HostList, Int, OptionalPath, Path, Setting, Window
@@ -96,7 +97,9 @@ SCHEDULING = Section("Scheduling", (
       "best content score of the crawled pages linking to it); `pagerank`: largest PageRank of the last "
       "periodic ranking (pages found since then: discovery order, after the ranked ones); `hits`: largest "
       "HITS authority of the last periodic ranking (idem); `hybrid`: AOPIC cash plus "
-      "`LINKRANK_HYBRID_WEIGHT` times the PageRank of the last ranking (pages found since: their cash alone). "
+      "`LINKRANK_HYBRID_WEIGHT` times the PageRank of the last ranking (pages found since: their cash alone); "
+      "`push`: largest PageRank of the known graph, kept current after every batch by pushing residuals along "
+      "the crawled pages' links (`LINKRANK_PUSH_THRESHOLD`). "
       "Hybrid collects the most PageRank in simulated crawls of uk-2007 and the UKWA host graph."),
     S("LINKRANK_MAX_REQUESTS_PER_HOST", Int(lo=0), 0,
       "At most this many requests for one host in one batch (0: no cap)."),
@@ -108,6 +111,12 @@ SCHEDULING = Section("Scheduling", (
       "Leases of a previous process are always offered again when the database is reopened."),
     S("LINKRANK_MAX_RETRIES", Int(lo=0), 2, "Retry a failed fetch this many times, then record the page as an error."),
     S("LINKRANK_RETRY_DELAY", Float(lo=0), 60.0, "Seconds before a failed fetch is retried."),
+    S("LINKRANK_PUSH_THRESHOLD", Float(lo=0, open_lo=True), 0.01,
+      "Policy `push`: a crawled page passes its residual on once it exceeds this (a page's teleport mass is 1).",
+      "Smaller is closer to the known graph's PageRank and costs more pushes: each push settles at least "
+      "(1 - d) times the threshold, so the work per batch is at most the mass it brings over that."),
+    S("LINKRANK_PUSH_TELEPORT", Choice(PUSH_TELEPORTS), "known", "Policy `push`: pages that get teleport mass.",
+      "`known`: every page the frontier knows (the known graph's PageRank); `crawled`: crawled pages only."),
 ))  # fmt: skip
 
 SCRAPY = Section("Scrapy scheduler", (

@@ -14,6 +14,9 @@ politeness). They keep everything in memory and never crawl a page twice:
 ``LargerSitesFirstBackend`` the host with most pending pages first
                           (Baeza-Yates et al. 2005), its pages in discovery
                           order
+``TextbookOPICBackend``   OPIC as published (Abiteboul et al. 2003): the
+                          largest cash first; a read passes all its cash
+                          to its out-links (no damping)
 ``BatchPageRankBackend``  PageRank of the known graph, recomputed every
                           ``SIMULATION_PAGERANK_EVERY`` crawled pages
 ``OmniscientBackend``     the highest *true* PageRank in the frontier
@@ -76,6 +79,7 @@ __all__ = [
     "OmniscientBackend",
     "RandomBackend",
     "SimulatedBackend",
+    "TextbookOPICBackend",
 ]
 
 
@@ -279,6 +283,74 @@ class BatchPageRankBackend(SimulatedBackend):
         return self.fps, vals
 
 
+class TextbookOPICBackend(SimulatedBackend):
+    """OPIC as published (Abiteboul, Preda and Cobena 2003), greedy by cash.
+
+    The seeds share a cash of 1. Reading a page adds its cash to its
+    history and gives all of it, in equal shares, to its distinct
+    out-links (no damping); a page without out-links gives its cash to the
+    virtual page, which here keeps it (spreading it evenly over every page
+    would not reorder the pages it reaches alike). The frontier page with
+    the most cash is fetched first. Each page is read as soon as its links
+    arrive, so with batches of 1 this is the paper's one page at a time.
+    Cash that reaches a crawled page stays there: in a one-pass crawl it is
+    never read again (docs/algorithms.md §7 on why the project's ``opic``
+    differs).
+    """
+
+    component_name = "Simulation textbook OPIC"
+
+    def __init__(self, manager: FrontierManager) -> None:
+        super().__init__(manager)
+        self.cash: list[float] = []
+        self.history: list[float] = []
+        self.omega = 1.0  # the virtual page's cash; all of it before the seeds
+
+    def _add(self, fp: bytes, request: Request, depth: int) -> int | None:
+        i = super()._add(fp, request, depth)
+        if i is not None:
+            self.cash.append(0.0)
+            self.history.append(0.0)
+        return i
+
+    def add_seeds(self, seeds: Sequence[Request]) -> None:
+        """Queue the new seeds with equal shares of the virtual page's cash."""
+        seeding = [fp for fp in map(self._fp, seeds) if fp not in self.pages]
+        if seeding and self.omega > 0:
+            self._seed_cash = self.omega / len(set(seeding))
+            self.omega = 0.0
+        super().add_seeds(seeds)
+        self._seed_cash = 0.0
+
+    _seed_cash = 0.0
+
+    def _key_of_new(self, i: int) -> float:
+        if self._seed_cash and self.depth[i] == 0:
+            self.cash[i] = self._seed_cash
+        return self.cash[i]
+
+    def _crawled(self, src: int, kids: list[int]) -> None:
+        cash = self.cash
+        c = cash[src]
+        self.history[src] += c
+        cash[src] = 0.0
+        targets = [k for k in dict.fromkeys(kids) if k != src]
+        if not targets:
+            self.omega += c
+            return
+        share = c / len(targets)
+        raise_key = self._raise_key
+        for k in targets:
+            cash[k] += share
+            raise_key(k, cash[k])
+
+    def estimate(self) -> Estimate:
+        """OPIC importance ``(H + C) / sum(H + C)``."""
+        v = np.asarray(self.history) + np.asarray(self.cash)
+        total = v.sum()
+        return self.fps, v / total if total > 0 else v
+
+
 class OmniscientBackend(SimulatedBackend):
     """The frontier page with the highest true score first (the reachable
     upper bound of docs/algorithms.md §6). ``SIMULATION_ORACLE`` maps a page's
@@ -302,6 +374,7 @@ BACKENDS = {
     "random": "frontera_linkrank.simulation.baselines.RandomBackend",
     "backlinks": "frontera_linkrank.simulation.baselines.BacklinkBackend",
     "larger-sites-first": "frontera_linkrank.simulation.baselines.LargerSitesFirstBackend",
+    "opic-textbook": "frontera_linkrank.simulation.baselines.TextbookOPICBackend",
     "batch-pagerank": "frontera_linkrank.simulation.baselines.BatchPageRankBackend",
     "omniscient": "frontera_linkrank.simulation.baselines.OmniscientBackend",
     "frontera-bfs": "frontera.contrib.backends.memory.BFS",

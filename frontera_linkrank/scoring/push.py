@@ -1,0 +1,201 @@
+"""Online PageRank of the known graph, kept current by pushing residuals.
+
+The known graph of a crawl has every page the frontier knows as a vertex
+and the out-links of the crawled pages as edges; frontier pages have no
+known out-links. Its PageRank with damping ``d``, uniform teleport and
+dangling mass spread uniformly is proportional to the solution of::
+
+    x = b + d * P^T x        (b = 1 on every known page)
+
+where dangling pages (frontier pages, crawled pages without links) simply
+absorb what reaches them: spreading their mass uniformly adds a multiple
+of ``b`` and does not change the order. :class:`PushRank` keeps an
+estimate ``x`` and a residual ``r`` with the invariant::
+
+    solution = x + (I - d P^T)^{-1} r
+
+(Andersen, Chung and Lang 2006, the Gauss-Southwell "push"): a new page
+brings its teleport mass ``b = 1`` as residual; pushing a crawled page
+``u`` moves ``r_u`` into ``x_u`` and ``d * r_u / out_u`` to the residual of
+each out-link. A page is pushed only when its residual exceeds the
+threshold ``eps``; every push removes at least ``(1 - d) * eps`` of the
+mass still to settle, so the work per batch is bounded by the mass it
+brings (``n_new + pushed mass``) over ``(1 - d) * eps``, each push costing
+the out-degree of the page pushed. Frontier pages are never pushed: their
+value ``x + r`` is all the mass that reached them, a key that only grows
+(what a lazy queue needs). It is what AOPIC's cash would be if crawled
+pages were read again whenever cash reached them: the cash that stays on
+crawled pages in a one-pass crawl is passed on here.
+
+Each page read: its stored row of out-links (kept in memory) becomes
+pushable; a page read again keeps the mass its old row passed (the
+estimate is then approximate for that page's old targets until the next
+:meth:`PushRank.rebuild`).
+
+Examples
+--------
+>>> p = PushRank(damping=0.5, threshold=1e-9)
+>>> p.grow(3)
+>>> p.read(np.array([0, 1]), [np.array([1, 2]), np.array([2])])
+>>> _ = p.push()
+>>> np.round(p.values(np.arange(3)), 6).tolist()  # 1; 1 + 0.25; 1 + 0.25 + 0.5 * 1.25
+[1.0, 1.25, 1.875]
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..numeric import unique
+
+TELEPORTS = ("known", "crawled")
+"""Where teleport mass goes: every known page, or crawled pages only."""
+
+
+class PushRank:
+    """The push estimate of the known graph's PageRank (module docstring).
+
+    Parameters
+    ----------
+    damping : float
+        ``d``, as in the true PageRank the crawl is measured against.
+    threshold : float
+        ``eps``: a crawled page is pushed when its residual exceeds it
+        (the teleport mass of one page is 1).
+    teleport : {"known", "crawled"}
+        Teleport to every known page (a frontier page brings 1 when found)
+        or to crawled pages only (1 when the page is read).
+    max_rounds : int
+        Push rounds per :meth:`push` at most (the rest waits for the next batch).
+    """
+
+    def __init__(self, damping: float = 0.85, threshold: float = 0.01, teleport: str = "known",
+                 max_rounds: int = 200) -> None:
+        if teleport not in TELEPORTS:
+            raise ValueError(f"teleport must be one of {TELEPORTS}")
+        if not 0 < damping < 1 or not threshold > 0:
+            raise ValueError("damping must be in (0, 1) and threshold > 0")
+        self.damping = float(damping)
+        self.threshold = float(threshold)
+        self.teleport = teleport
+        self.max_rounds = int(max_rounds)
+        self.n = 0
+        self.x = np.zeros(1024)
+        self.r = np.zeros(1024)
+        self.start = np.zeros(1024, np.int64)  # row of a crawled page: pool[start : start + deg]
+        self.deg = np.full(1024, -1, np.int64)  # -1: not crawled (dangling, never pushed)
+        self.pool = np.zeros(4096, np.int64)
+        self.n_edges = 0
+        self.pushes = 0  # pages pushed, in total
+        self.push_edges = 0  # links pushed along, in total: the estimate's whole work
+        self._pending = np.zeros(0, np.int64)  # pages whose residual changed since the last push
+
+    # -- the known graph ---------------------------------------------------------------
+    def grow(self, n: int) -> None:
+        """Pages up to ``n`` are known (new ones bring their teleport mass)."""
+        if n <= self.n:
+            return
+        if n > len(self.x):
+            size = max(n, 2 * len(self.x))
+            for name, fill in (("x", 0.0), ("r", 0.0), ("start", 0), ("deg", -1)):
+                old = getattr(self, name)
+                grown = np.full(size, fill, old.dtype)
+                grown[: len(old)] = old
+                setattr(self, name, grown)
+        if self.teleport == "known":
+            self.r[self.n : n] = 1.0
+        self.n = n
+
+    def read(self, pages: np.ndarray, rows: list[np.ndarray]) -> None:
+        """Crawled ``pages`` link to ``rows`` (distinct targets, no self-link):
+        their rows become pushable."""
+        if not len(pages):
+            return
+        lens = np.fromiter((len(r) for r in rows), np.int64, len(rows))
+        flat = np.concatenate(rows) if len(rows) else np.zeros(0, np.int64)
+        self.read_flat(pages, lens, flat)
+
+    def read_flat(self, pages: np.ndarray, lens: np.ndarray, dst: np.ndarray) -> None:
+        """:meth:`read` with the rows concatenated: page ``pages[k]`` links
+        to the next ``lens[k]`` targets of ``dst``."""
+        pages = np.asarray(pages, np.int64)
+        lens = np.asarray(lens, np.int64)
+        if not len(pages):
+            return
+        top = max(int(pages.max()), int(dst.max()) if len(dst) else -1) + 1
+        self.grow(top)
+        total = int(lens.sum())
+        if self.n_edges + total > len(self.pool):
+            grown = np.zeros(max(self.n_edges + total, 2 * len(self.pool)), np.int64)
+            grown[: self.n_edges] = self.pool[: self.n_edges]
+            self.pool = grown
+        if total:
+            self.pool[self.n_edges : self.n_edges + total] = dst
+        starts = self.n_edges + np.concatenate(([0], np.cumsum(lens)[:-1]))
+        self.n_edges += total
+        if self.teleport == "crawled":
+            first = pages[self.deg[pages] < 0]
+            self.r[first] += 1.0
+        self.start[pages] = starts
+        self.deg[pages] = lens
+        self._pending = np.concatenate((self._pending, pages))
+
+    def set_threshold(self, threshold: float) -> None:
+        """Change ``eps`` (pages now above it are pushed at the next :meth:`push`)."""
+        self.threshold = float(threshold)
+        self._pending = np.flatnonzero(self.r[: self.n] > self.threshold)
+
+    # -- pushing -------------------------------------------------------------------------
+    def push(self) -> np.ndarray:
+        """Push every crawled page whose residual exceeds the threshold, in
+        rounds, until none does; returns the pages whose residual rose
+        (the frontier re-keys the uncrawled ones)."""
+        d, eps, r, x = self.damping, self.threshold, self.r, self.x
+        cand = unique(self._pending) if len(self._pending) else self._pending
+        self._pending = np.zeros(0, np.int64)
+        raised = []
+        for _ in range(self.max_rounds):
+            act = cand[(self.deg[cand] > 0) & (r[cand] > eps)] if len(cand) else cand
+            if not len(act):
+                break
+            amount = r[act]
+            x[act] += amount
+            r[act] = 0.0
+            deg = self.deg[act]
+            total = int(deg.sum())
+            # Gather the rows of the active pages: pool[start_k : start_k + deg_k] for each k.
+            offsets = np.repeat(self.start[act] - np.concatenate(([0], np.cumsum(deg)[:-1])), deg)
+            dst = self.pool[offsets + np.arange(total)]
+            np.add.at(r, dst, np.repeat(d * amount / deg, deg))
+            self.pushes += len(act)
+            self.push_edges += total
+            cand = unique(dst)
+            raised.append(cand)
+        else:
+            self._pending = cand  # rounds left over: the next push goes on from here
+        if not raised:
+            return np.zeros(0, np.int64)
+        return unique(np.concatenate(raised))
+
+    # -- reading ---------------------------------------------------------------------------
+    def values(self, idx: np.ndarray) -> np.ndarray:
+        """``x + r`` of pages ``idx`` (unnormalised: a page's teleport mass is 1)."""
+        idx = np.asarray(idx, np.int64)
+        if len(idx) and int(idx.max()) >= self.n:
+            self.grow(int(idx.max()) + 1)
+        return self.x[idx] + self.r[idx]
+
+    def normalised(self, idx: np.ndarray | None = None) -> np.ndarray:
+        """The estimate as PageRank of the known graph (sums to 1 over the known pages)."""
+        n = self.n
+        v = self.x[:n] + self.r[:n]
+        total = math.fsum(v)
+        v = v / total if total > 0 else v
+        return v if idx is None else v[np.asarray(idx, np.int64)]
+
+    def stats(self) -> dict[str, float]:
+        """Threshold, total pushes and links pushed along, residual left."""
+        return {"push_threshold": self.threshold, "pushes": self.pushes, "push_edges": self.push_edges,
+                "push_residual": float(self.r[: self.n][self.deg[: self.n] > 0].sum())}

@@ -1,0 +1,155 @@
+"""Crawl ordering: the textbook OPIC baseline and the push estimate.
+
+- the textbook OPIC baseline (greedy by cash, all cash to the out-links)
+  hands out, at every step of a batch-1 crawl, the frontier page with the
+  most cash of a replay of the algorithm;
+- the push estimate (``PushRank``) agrees with the exact PageRank of the
+  known graph within the bound its threshold gives, in isolation, through
+  a crawl by ``FrontierManager`` and after the database is reopened.
+"""
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from frontera_linkrank.core.frontier_core import FrontierCore
+from frontera_linkrank.scoring.links import database_adjacency
+from frontera_linkrank.scoring.push import PushRank
+from frontera_linkrank.settings import LinkRankSettings
+from frontera_linkrank.simulation.baselines import BACKENDS
+from frontera_linkrank.simulation.crawl import LINKRANK, crawl
+from frontera_linkrank.simulation.datasets import load_graph
+from frontera_linkrank.simulation.metrics import reference_pagerank
+from frontera_linkrank.storage.vertices import CRAWLED
+from test_simulate import random_graph
+
+D = 0.85
+
+
+def exact(indptr, indices, n, damping=D):
+    """Solution of ``x = 1 + d P^T x`` (dangling pages absorb) on a CSR graph."""
+    a = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(n, n))
+    deg = np.asarray(a.sum(axis=1)).ravel()
+    p = sp.diags(np.divide(1.0, deg, out=np.zeros(n), where=deg > 0)) @ a
+    return spla.spsolve((sp.identity(n, format="csc") - damping * p.T.tocsc()), np.ones(n))
+
+
+def known_graph(rng, n=400, crawled=150, deg=6):
+    """A crawl's known graph: ``crawled`` pages with rows, the rest frontier."""
+    pages = rng.permutation(n)[:crawled]
+    rows = []
+    for u in pages:
+        kids = np.unique(rng.integers(0, n, rng.poisson(deg)))
+        rows.append(kids[kids != u].astype(np.int64))
+    indptr = np.zeros(n + 1, np.int64)
+    lens = np.zeros(n, np.int64)
+    lens[pages] = [len(r) for r in rows]
+    np.cumsum(lens, out=indptr[1:])
+    indices = np.zeros(indptr[-1], np.int64)
+    for u, r in zip(pages, rows):
+        indices[indptr[u] : indptr[u] + len(r)] = r
+    return pages, rows, indptr, indices
+
+
+def test_push_agrees_with_the_known_graphs_pagerank_within_its_threshold():
+    rng = np.random.default_rng(1)
+    n = 400
+    pages, rows, indptr, indices = known_graph(rng, n)
+    truth = exact(indptr, indices, n)
+    for eps in (0.1, 0.01, 1e-4):
+        p = PushRank(D, eps)
+        p.grow(n)
+        # Rows arrive in batches, as pages are crawled; push after each.
+        for k in range(0, len(pages), 40):
+            p.read(pages[k : k + 40], rows[k : k + 40])
+            p.push()
+        est = p.values(np.arange(n))
+        # What is left to settle is at most eps on each pushable page, and
+        # (I - d P^T)^{-1} has L1 norm 1 / (1 - d).
+        left = p.r[:n][p.deg[:n] > 0]
+        assert np.all(left <= eps)
+        err = np.abs(truth - est).sum()
+        assert err <= left.sum() / (1 - D) + 1e-9
+        assert err <= len(pages) * eps / (1 - D)
+        assert np.all(est <= truth + 1e-9)  # pushing only ever under-estimates
+    # Normalised, it is the PageRank of the known graph (uniform dangling).
+    ref = reference_pagerank(indptr, indices)
+    assert np.abs(p.normalised() - ref).sum() < 1e-3
+    assert p.pushes > 0 and p.push_edges >= p.pushes
+
+
+def test_push_work_is_bounded_by_the_mass_over_the_threshold():
+    rng = np.random.default_rng(2)
+    n = 2000
+    pages, rows, _, _ = known_graph(rng, n, crawled=800)
+    for eps in (0.1, 0.01):
+        p = PushRank(D, eps)
+        p.grow(n)
+        p.read(pages, rows)
+        p.push()
+        # Every push settles at least (1 - d) * eps of the n units brought.
+        assert p.pushes <= n / ((1 - D) * eps)
+
+
+def test_textbook_opic_fetches_the_frontier_page_with_most_cash():
+    graph = random_graph(n=200, seed=3)
+    seeds = [0, 5, 9]
+    res = crawl(graph, BACKENDS["opic-textbook"], seeds, 120, batch=1)
+    cash = np.zeros(graph.n)
+    cash[seeds] = 1 / 3
+    done = np.zeros(graph.n, bool)
+    known = np.zeros(graph.n, bool)
+    known[seeds] = True
+    for v in res.order:
+        frontier = np.flatnonzero(known & ~done)
+        assert math.isclose(cash[v], cash[frontier].max(), rel_tol=1e-9, abs_tol=1e-15), v
+        done[v] = True
+        kids = [k for k in dict.fromkeys(graph.indices[graph.indptr[v] : graph.indptr[v + 1]].tolist()) if k != v]
+        known[kids] = True
+        if kids:
+            cash[kids] += cash[v] / len(kids)
+        cash[v] = 0.0
+    assert len(res.order) == len(set(res.order)) == 120
+
+
+def test_push_policy_crawl_keeps_the_estimate_current_and_survives_reopening(tmp_path):
+    graph = load_graph("hollins")
+    seeds = [0, 100, 2000]
+
+    def check(backend, n_crawled):
+        # Right after a batch was applied and committed: the online estimate
+        # is the known graph's solution, within the threshold's bound.
+        core = backend.core
+        n = core.db.vertices.n
+        with core.db.snapshot() as txn:
+            a = database_adjacency(core.db, txn, n)
+        err = np.abs(exact(a.indptr, a.indices, n) - core.push.values(np.arange(n))).sum()
+        assert abs(core.aopic.residual()) < 1e-9
+        return err, n_crawled * 1e-3 / (1 - D)
+
+    res = crawl(graph, LINKRANK, seeds, 1200, batch=100, workdir=str(tmp_path), observe=check,
+                checkpoints=(300, 700, 1100),
+                settings={"LINKRANK_POLICY": "push", "LINKRANK_PUSH_THRESHOLD": 1e-3})
+    assert len(res.order) == len(set(res.order)) == 1200  # no duplicate fetch
+    assert len(res.observations) == 3
+    for _, (err, bound) in res.observations:
+        assert err <= bound
+    settings = LinkRankSettings({"LINKRANK_PATH": str(tmp_path / "db"), "LINKRANK_SYNC": False,
+                                 "LINKRANK_POLICY": "push", "LINKRANK_PUSH_THRESHOLD": 1e-3})
+    core = FrontierCore(settings)
+    try:
+        v = core.db.vertices
+        n = v.n
+        assert int((v.state[:n] == CRAWLED).sum()) == 1200
+        assert abs(core.aopic.residual()) < 1e-9  # the cash books stay balanced
+        with core.db.snapshot() as txn:
+            a = database_adjacency(core.db, txn, n)
+        truth = exact(a.indptr, a.indices, n)
+        est = core.push.values(np.arange(n))
+        assert np.abs(truth - est).sum() <= 1200 * 1e-3 / (1 - D)
+        name, values = core.estimate()
+        assert name == "push" and math.isclose(values.sum(), 1.0)
+    finally:
+        core.close()
