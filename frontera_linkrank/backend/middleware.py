@@ -10,12 +10,22 @@ URL with a reason, logs and counts it, and goes on with the rest.
     MIDDLEWARES = ["frontera_linkrank.backend.middleware.FingerprintMiddleware"]
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
 from frontera.core.components import Middleware
 
 from ..storage.urls import RejectedURL, fingerprint
 
+if TYPE_CHECKING:
+    from frontera.core.models import Request, Response
 
-def _hex(url):
+_Obj = TypeVar("_Obj", "Request", "Response")  # _add returns what it was given
+
+
+def _hex(url: str) -> bytes | None:
     try:
         return fingerprint(url).hex().encode("ascii")
     except RejectedURL:
@@ -23,19 +33,21 @@ def _hex(url):
 
 
 class FingerprintMiddleware(Middleware):
+    """Sets ``meta[b"fingerprint"]`` (and ``b"redirect_fingerprints"``) of every request and response it sees."""
+
     component_name = "LinkRank Fingerprint Middleware"
 
     @classmethod
-    def from_manager(cls, manager):
+    def from_manager(cls, manager: Any) -> FingerprintMiddleware:
         return cls()
 
-    def frontier_start(self):
+    def frontier_start(self) -> None:
         pass
 
-    def frontier_stop(self):
+    def frontier_stop(self) -> None:
         pass
 
-    def _add(self, obj):
+    def _add(self, obj: _Obj) -> _Obj:
         fp = _hex(obj.url)
         meta = obj.meta
         if fp is None:
@@ -47,18 +59,18 @@ class FingerprintMiddleware(Middleware):
             meta[b"redirect_fingerprints"] = [_hex(u) for u in meta[b"redirect_urls"]]
         return obj
 
-    def add_seeds(self, seeds):
+    def add_seeds(self, seeds: list[Request]) -> list[Request]:
         for seed in seeds:
             self._add(seed)
         return seeds
 
-    def page_crawled(self, response):
+    def page_crawled(self, response: Response) -> Response:
         return self._add(response)
 
-    def links_extracted(self, request, links):
+    def links_extracted(self, request: Request, links: Iterable[Request]) -> Request:
         for link in links:
             self._add(link)
         return self._add(request)
 
-    def request_error(self, request, error):
+    def request_error(self, request: Request, error: Any) -> Request:
         return self._add(request)

@@ -31,7 +31,11 @@ Examples
 >>> db.close()
 """
 
+from __future__ import annotations
+
 import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,8 +43,16 @@ from ..numeric import unique
 from ..scheduling.lifecycle import mark_imported
 from ..storage.urls import check_url, fingerprint
 
+if TYPE_CHECKING:
+    from ..storage.pagedb import PageDB
 
-def add_pages(db, urls, fps=None, hosts=None):
+
+def add_pages(
+    db: PageDB,
+    urls: Sequence[str],
+    fps: Sequence[bytes] | None = None,
+    hosts: Sequence[str] | Mapping[int, str] | None = None,
+) -> np.ndarray:
     """Page index of each URL, adding the pages not in ``db`` yet (writer;
     not committed).
 
@@ -75,7 +87,7 @@ def add_pages(db, urls, fps=None, hosts=None):
     if new:
         if hosts is None:
             hosts = {k: check_url(urls[k]) for k in new}
-        first = {}
+        first: dict[bytes, int] = {}
         keep = [k for k in new if first.setdefault(fps[k], k) == k]
         start = db.add_pages([fps[k] for k in keep], [urls[k] for k in keep], [db.host_id(hosts[k]) for k in keep])
         # Owed nothing by the virtual page's accumulator (as the crawl's join_new).
@@ -87,7 +99,13 @@ def add_pages(db, urls, fps=None, hosts=None):
     return index
 
 
-def set_out_links(db, src, dst, crawl_time=None, keep_crawl_times=False):
+def set_out_links(
+    db: PageDB,
+    src: np.ndarray | Sequence[int],
+    dst: np.ndarray | Sequence[int],
+    crawl_time: float | None = None,
+    keep_crawl_times: bool = False,
+) -> int:
     """Make the links ``src[k] -> dst[k]`` (page indices) the current
     out-links of their sources, replacing stored ones (writer; not
     committed). Duplicates count once; self-links are dropped.
@@ -121,12 +139,20 @@ def set_out_links(db, src, dst, crawl_time=None, keep_crawl_times=False):
     return len(key)
 
 
-def _accumulator(db):
+def _accumulator(db: PageDB) -> float:
     """The AOPIC accumulator of the last commit (0 in a fresh database)."""
     return float((db.meta.get("aopic") or {}).get("A", 0.0))
 
 
-def add_graph(db, urls, src, dst, crawl_time=None, fps=None, hosts=None):
+def add_graph(
+    db: PageDB,
+    urls: Sequence[str],
+    src: np.ndarray | Sequence[int],
+    dst: np.ndarray | Sequence[int],
+    crawl_time: float | None = None,
+    fps: Sequence[bytes] | None = None,
+    hosts: Sequence[str] | None = None,
+) -> np.ndarray:
     """Add pages ``urls`` and links ``src[k] -> dst[k]`` (indices into
     ``urls``) to the writer ``db``, and commit.
 
@@ -179,16 +205,16 @@ class LinkLoader:
         See :func:`set_out_links`.
     """
 
-    def __init__(self, db, crawl_time=None, keep_crawl_times=False):
+    def __init__(self, db: PageDB, crawl_time: float | None = None, keep_crawl_times: bool = False) -> None:
         self.db = db
         self.crawl_time = time.time() if crawl_time is None else float(crawl_time)
         self.keep_crawl_times = keep_crawl_times
         self._written = np.zeros(0, bool)  # sources whose row this loader wrote
         self._held = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-        self._late = []  # (src, dst) uint32 arrays of sources already written
+        self._late: list[tuple[np.ndarray, np.ndarray]] = []  # (src, dst) uint32 arrays of sources already written
         self.late_links = 0
 
-    def add(self, src, dst):
+    def add(self, src: np.ndarray | Sequence[int], dst: np.ndarray | Sequence[int]) -> None:
         """Add links ``src[k] -> dst[k]`` (in input order) and commit."""
         src = np.asarray(src, np.int64)
         dst = np.asarray(dst, np.int64)
@@ -202,7 +228,7 @@ class LinkLoader:
             self._write(src[~tail], dst[~tail])
         self.db.commit()
 
-    def _write(self, src, dst):
+    def _write(self, src: np.ndarray, dst: np.ndarray) -> None:
         if not len(src):
             return
         n = self.db.n_pages
@@ -218,7 +244,7 @@ class LinkLoader:
         set_out_links(self.db, src, dst, self.crawl_time, self.keep_crawl_times)
         self._written[src] = True
 
-    def finish(self):
+    def finish(self) -> None:
         """Write the held and late links and commit."""
         db = self.db
         self._write(*self._held)

@@ -17,7 +17,10 @@ is owed to some hosts' pages only (policy "hosts"): their keys are
 ``C - stamp`` and the global accumulator ``A`` is the class offset.
 """
 
+from __future__ import annotations
+
 import heapq
+from collections.abc import Callable
 
 import numpy as np
 
@@ -43,23 +46,24 @@ class BestFirstQueue:
     [3]
     """
 
-    def __init__(self, is_live):
+    def __init__(self, is_live: Callable[[int, float], bool]) -> None:
         self._is_live = is_live
-        self._heaps = {}  # host -> [(-key, page)]
-        self._tops = ([], [])  # per class: [(-best key, its page, host)]
-        self._host_class = {}  # host -> 0 or 1
+        self._heaps: dict[int, list[tuple[float, int]]] = {}  # host -> [(-key, page)]
+        self._tops: tuple[list[tuple[float, int, int]], ...] = ([], [])  # per class: [(-best key, its page, host)]
+        self._host_class: dict[int, int] = {}  # host -> 0 or 1
         # host -> (negkey, page) of its newest entry in a top heap: older
         # entries of the host that surface are dropped, not re-inserted.
-        self._registered = {}
+        self._registered: dict[int, tuple[float, int]] = {}
         self.entries = 0  # entries in all host heaps, live or stale
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.entries
 
-    def set_host_class(self, host, cls):
+    def set_host_class(self, host: int, cls: int) -> None:
+        """Put ``host`` in class ``cls`` (0 or 1): its entries queued from now on get ``offsets[cls]``."""
         self._host_class[host] = cls
 
-    def push(self, page, host, key):
+    def push(self, page: int, host: int, key: float) -> None:
         """Offer ``page`` of ``host`` with priority ``key`` (higher first)."""
         heap = self._heaps.get(host)
         entry = (-key, page)
@@ -72,15 +76,16 @@ class BestFirstQueue:
                 self._register(host, entry)
         self.entries += 1
 
-    def _register(self, host, entry):
+    def _register(self, host: int, entry: tuple[float, int]) -> None:
         heapq.heappush(self._tops[self._host_class.get(host, 0)], entry + (host,))
         self._registered[host] = entry
 
-    def push_many(self, pages, hosts, keys):
+    def push_many(self, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
+        """:meth:`push` for each ``pages[k]``, ``hosts[k]``, ``keys[k]`` in turn."""
         for page, host, key in zip(pages.tolist(), hosts.tolist(), keys.tolist()):
             self.push(page, host, key)
 
-    def rebuild(self, pages, hosts, keys):
+    def rebuild(self, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
         """Replace the contents with exactly these pages (numpy arrays)."""
         self._heaps = {}
         self._tops = ([], [])
@@ -104,7 +109,7 @@ class BestFirstQueue:
         for top in self._tops:
             heapq.heapify(top)
 
-    def _clean_host(self, host):
+    def _clean_host(self, host: int) -> list[tuple[float, int]] | None:
         """Drop stale entries from the top of a host heap; return it (or None)."""
         heap = self._heaps.get(host)
         if heap is None:
@@ -118,7 +123,7 @@ class BestFirstQueue:
             return None
         return heap
 
-    def _peek(self, cls):
+    def _peek(self, cls: int) -> tuple[float, int, int] | None:
         """Valid best ``(negkey, page, host)`` of a class, dropping stale
         host entries."""
         top = self._tops[cls]
@@ -138,7 +143,14 @@ class BestFirstQueue:
                 self._registered[host] = heap[0]
         return None
 
-    def pop_batch(self, n, skip_host=None, max_per_host=0, offsets=(0.0, 0.0), counts=None):
+    def pop_batch(
+        self,
+        n: int,
+        skip_host: Callable[[int], bool] | None = None,
+        max_per_host: int = 0,
+        offsets: tuple[float, float] = (0.0, 0.0),
+        counts: dict[int, int] | None = None,
+    ) -> list[int]:
         """Remove and return up to ``n`` best live pages.
 
         ``skip_host(host)`` -> True keeps a host's pages for later (an
@@ -146,8 +158,8 @@ class BestFirstQueue:
         this batch (0: no cap), counting the pages already in ``counts``
         (host -> pages; updated).
         """
-        out = []
-        set_aside = []
+        out: list[int] = []
+        set_aside: list[tuple[int, tuple[float, int, int]]] = []
         counts = {} if counts is None else counts
         while len(out) < n:
             best = None
@@ -180,6 +192,6 @@ class BestFirstQueue:
             heapq.heappush(self._tops[cls], entry)
         return out
 
-    def hosts(self):
+    def hosts(self) -> list[int]:
         """Hosts with entries (live or not yet cleaned)."""
         return list(self._heaps)

@@ -13,12 +13,20 @@ Keys of Scrapy's own bookkeeping (``depth``, ``download_slot``,
 download, not the page.
 """
 
+from __future__ import annotations
+
 import logging
 import pickle
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from frontera.core.models import Request as FRequest
 from frontera.core.models import Response as FResponse
 from scrapy import Request
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +59,7 @@ _TRANSIENT = frozenset(
 )
 
 
-def _method_name(func, spider):
+def _method_name(func: Callable | None, spider: Spider) -> str | None:
     if func is None:
         return None
     name = getattr(func, "__name__", None)
@@ -60,7 +68,7 @@ def _method_name(func, spider):
     return name
 
 
-def _picklable_meta(meta, url):
+def _picklable_meta(meta: dict[str, Any], url: str) -> dict[str, Any]:
     keep = {}
     for key, value in meta.items():
         if key in _TRANSIENT or key.startswith("_"):
@@ -74,7 +82,7 @@ def _picklable_meta(meta, url):
     return keep
 
 
-def to_frontera(request, spider):
+def to_frontera(request: Request, spider: Spider) -> FRequest:
     """Frontera request for a Scrapy request (raises ValueError if it cannot
     be stored: a callback that is not a spider method)."""
     meta = {}
@@ -107,7 +115,7 @@ def to_frontera(request, spider):
     )
 
 
-def to_scrapy(frequest, spider):
+def to_scrapy(frequest: FRequest, spider: Spider) -> Request:
     """Scrapy request for a request handed out by the frontier."""
     meta = frequest.meta
     scrapy_meta = dict(meta.get(b"scrapy_meta") or {})
@@ -133,7 +141,7 @@ def to_scrapy(frequest, spider):
     )
 
 
-def _spider_method(spider, name, url):
+def _spider_method(spider: Spider, name: str | None, url: str) -> Callable | None:
     """The spider's method ``name`` (None for None). A request stored by an
     earlier version of the spider may name a method that is gone: it then
     goes to the spider's default callback, with an error in the log."""
@@ -146,7 +154,7 @@ def _spider_method(spider, name, url):
     return method
 
 
-def response_to_frontera(response, status=None):
+def response_to_frontera(response: Response, status: int | None = None) -> FResponse:
     """Frontera response (with its request) for a Scrapy response.
 
     Its request is the one the crawl started from (the first URL of a

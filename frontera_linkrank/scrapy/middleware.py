@@ -17,11 +17,19 @@ never reach the callback (404 and the other statuses Scrapy turns into
 ``HttpError``, or a callback that raised) are reported too, with no links.
 """
 
+from __future__ import annotations
+
 import logging
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
 from .converters import DONT_FRONTIER, FRONTIER_META, to_frontera
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
 
@@ -29,16 +37,16 @@ logger = logging.getLogger(__name__)
 class LinkRankSpiderMiddleware:
     """Spider middleware of :class:`~frontera_linkrank.scrapy.LinkRankScheduler`."""
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self._open = set()  # ids of responses whose output is being collected
+        self._open: set[int] = set()  # ids of responses whose output is being collected
         self._warned = False
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> LinkRankSpiderMiddleware:
         return cls(crawler)
 
-    def _scheduler(self):
+    def _scheduler(self) -> Any:
         # Any scheduler that takes a page's output (LinkRankScheduler does):
         # checked by its method, so this module need not import the scheduler.
         engine = self.crawler.engine
@@ -50,10 +58,12 @@ class LinkRankSpiderMiddleware:
             return scheduler
         if not self._warned:
             self._warned = True
-            logger.warning("LinkRankSpiderMiddleware is enabled but SCHEDULER is not LinkRankScheduler: it does nothing")
+            logger.warning(
+                "LinkRankSpiderMiddleware is enabled but SCHEDULER is not LinkRankScheduler: it does nothing"
+            )
         return None
 
-    async def process_spider_output(self, response, result):
+    async def process_spider_output(self, response: Response, result: AsyncIterable[Any]) -> AsyncIterator[Any]:
         scheduler = self._scheduler()
         if scheduler is None:
             async for x in result:
@@ -82,7 +92,7 @@ class LinkRankSpiderMiddleware:
             self._open.discard(id(response))
             scheduler.response_done(response, links)
 
-    def process_spider_exception(self, response, exception):
+    def process_spider_exception(self, response: Response, exception: Exception) -> None:
         # An exception before the output was collected (the callback raised
         # at once): report the page now. Otherwise the output's end reports it.
         if id(response) not in self._open:

@@ -39,11 +39,15 @@ not finished when the process dies are leased in the page database, and
 offered again by the next run on it: ``scrapy crawl`` again resumes.
 """
 
+from __future__ import annotations
+
 import collections
 import logging
 import math
 import os
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from frontera import FrontierManager
 from frontera import Settings as FronteraSettings
@@ -57,6 +61,13 @@ from twisted.internet import task
 from ..settings import LinkRankSettings, SettingsError
 from .converters import DONT_FRONTIER, FRONTIER_META, response_to_frontera, to_frontera, to_scrapy
 
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.settings import BaseSettings
+    from twisted.python.failure import Failure
+
 logger = logging.getLogger(__name__)
 
 BACKEND = "frontera_linkrank.LinkRankBackend"
@@ -65,7 +76,7 @@ SEED_CHUNK = 10_000  # seeds per add_seeds call
 EMPTY_RETRY = 1.0  # seconds before asking an empty frontier again without news
 
 
-def read_seeds_file(path):
+def read_seeds_file(path: str | os.PathLike[str]) -> list[str]:
     """URLs of a seeds file: one per line, blank lines and ``#`` lines skipped.
 
     >>> import tempfile
@@ -84,7 +95,7 @@ def read_seeds_file(path):
     return urls
 
 
-def frontera_settings(scrapy_settings):
+def frontera_settings(scrapy_settings: BaseSettings) -> tuple[FronteraSettings, LinkRankSettings]:
     """Frontera settings for the manager, from a Scrapy project's settings.
 
     Every ``LINKRANK_*`` setting of the project is passed on; a name that is
@@ -105,18 +116,19 @@ def frontera_settings(scrapy_settings):
     return FronteraSettings(attributes=attrs), s
 
 
-def _domain_concurrency(scrapy_settings):
+def _domain_concurrency(scrapy_settings: BaseSettings) -> int:
     return scrapy_settings.getint("CONCURRENT_REQUESTS_PER_IP") or scrapy_settings.getint(
         "CONCURRENT_REQUESTS_PER_DOMAIN"
     )
 
 
-def slot_capacity(concurrency, s):
+def slot_capacity(concurrency: int, s: LinkRankSettings) -> int:
     """Requests a downloader slot may hold before its host is overused."""
     return max(1, math.ceil(max(1, concurrency) * s.OVERUSED_SLOT_FACTOR))
 
 
-def batch_size(scrapy_settings, s):
+def batch_size(scrapy_settings: BaseSettings, s: LinkRankSettings) -> int:
+    """Requests asked of the frontier at a time: ``LINKRANK_BATCH_SIZE``, else ``CONCURRENT_REQUESTS``."""
     return s.BATCH_SIZE or max(1, scrapy_settings.getint("CONCURRENT_REQUESTS"))
 
 
@@ -126,11 +138,11 @@ class _Errback:
 
     __slots__ = ("scheduler", "errback", "__weakref__")
 
-    def __init__(self, scheduler, errback):
+    def __init__(self, scheduler: LinkRankScheduler, errback: Callable[[Failure], Any] | None) -> None:
         self.scheduler = scheduler
         self.errback = errback
 
-    def __call__(self, failure):
+    def __call__(self, failure: Failure) -> Any:
         # HttpError: the response reached the spider middleware, which reports it.
         if not failure.check(HttpError):
             self.scheduler.request_failed(failure.request, failure)
@@ -149,35 +161,37 @@ class LinkRankScheduler(BaseScheduler):
     / ``_PER_IP`` (slot capacity).
     """
 
-    def __init__(self, crawler):
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.fsettings, self.settings = frontera_settings(crawler.settings)
-        self.manager = None
-        self.spider = None
-        self._local = collections.deque()  # redirects, retries, dont_frontier: fetched first
-        self._seeds = []  # start requests not yet given to the frontier
-        self._buffer = {}  # slot key -> deque of (sequence, request): leased, not handed to Scrapy
+        self.manager: FrontierManager | None = None
+        self.spider: Spider | None = None
+        # redirects, retries, dont_frontier: fetched first
+        self._local: collections.deque[Request] = collections.deque()
+        self._seeds: list[FRequest] = []  # start requests not yet given to the frontier
+        # slot key -> deque of (sequence, request): leased, not handed to Scrapy
+        self._buffer: dict[str, collections.deque[tuple[int, Request]]] = {}
         self._n_buffered = 0
         self._seq = 0
-        self._in_flight = {}  # fingerprint -> slot key, handed to Scrapy and not reported
-        self._slot_load = collections.Counter()  # slot key -> requests in flight
+        self._in_flight: dict[str, str] = {}  # fingerprint -> slot key, handed to Scrapy and not reported
+        self._slot_load: collections.Counter[str] = collections.Counter()  # slot key -> requests in flight
         self._reports = 0  # outcomes reported (news that may fill an empty frontier)
-        self._empty = None  # (time, reports) of the last ask that returned nothing
+        self._empty: tuple[float, int] | None = None  # (time, reports) of the last ask that returned nothing
         self._crawled_base = 0  # pages_crawled of the database when opened
         self._fetched = 0  # page reads reported by this run (redirect hops included)
         self._budget_logged = False
-        self._log_loop = None
-        self._last_log = None
+        self._log_loop: task.LoopingCall | None = None
+        self._last_log: tuple[float, int] | None = None
 
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: Crawler) -> LinkRankScheduler:
         scheduler = cls(crawler)
         crawler.signals.connect(scheduler._spider_idle, signal=signals.spider_idle)
         return scheduler
 
     # -- opening and closing -------------------------------------------------------------
-    def open(self, spider):
+    def open(self, spider: Spider) -> None:
         self.spider = spider
         self._check_middleware()
         self.manager = FrontierManager.from_settings(self.fsettings)
@@ -200,7 +214,7 @@ class LinkRankScheduler(BaseScheduler):
             self._log_loop = task.LoopingCall(self._log_progress)
             self._log_loop.start(self.settings.LOG_INTERVAL, now=False)
 
-    def _check_middleware(self):
+    def _check_middleware(self) -> None:
         from .middleware import LinkRankSpiderMiddleware
 
         engine = self.crawler.engine
@@ -212,7 +226,7 @@ class LinkRankScheduler(BaseScheduler):
                 "to the Scrapy settings"
             )
 
-    def _add_seeds_file(self, path):
+    def _add_seeds_file(self, path: str) -> None:
         try:
             urls = read_seeds_file(path)
         except OSError as e:
@@ -222,7 +236,7 @@ class LinkRankScheduler(BaseScheduler):
         self.stats.set_value("linkrank/seeds_file", len(urls))
         logger.info("%d seeds read from %s", len(urls), os.path.abspath(path))
 
-    def close(self, reason):
+    def close(self, reason: str) -> None:
         if self._log_loop is not None and self._log_loop.running:
             self._log_loop.stop()
         if self.manager is None:
@@ -242,7 +256,7 @@ class LinkRankScheduler(BaseScheduler):
         self.manager = None
 
     # -- Scrapy's scheduler interface ----------------------------------------------------
-    def enqueue_request(self, request):
+    def enqueue_request(self, request: Request) -> bool:
         meta = request.meta
         if meta.get(DONT_FRONTIER) or FRONTIER_META in meta:
             # Not for the frontier, or a follow-up of a frontier request
@@ -261,7 +275,7 @@ class LinkRankScheduler(BaseScheduler):
         self.stats.inc_value("linkrank/seeds_start")
         return True
 
-    def has_pending_requests(self):
+    def has_pending_requests(self) -> bool:
         if self._local or self._seeds or self._n_buffered:
             return True
         if self._in_flight:
@@ -272,7 +286,7 @@ class LinkRankScheduler(BaseScheduler):
             return False
         return not self.manager.finished
 
-    def next_request(self):
+    def next_request(self) -> Request | None:
         if self._local:
             return self._local.popleft()
         self._flush_seeds()
@@ -283,20 +297,20 @@ class LinkRankScheduler(BaseScheduler):
         return request
 
     # -- seeds and asking the frontier -----------------------------------------------------
-    def _flush_seeds(self):
+    def _flush_seeds(self) -> None:
         if self._seeds:
             seeds, self._seeds = self._seeds, []
             for k in range(0, len(seeds), SEED_CHUNK):
                 self.manager.add_seeds(seeds[k : k + SEED_CHUNK])
             self._empty = None
 
-    def _budget_left(self):
+    def _budget_left(self) -> float:
         if not self.settings.MAX_PAGES:
             return math.inf
         used = self._crawled_base + self._fetched + len(self._in_flight) + self._n_buffered
         return self.settings.MAX_PAGES - used
 
-    def _should_ask(self):
+    def _should_ask(self) -> bool:
         if self._n_buffered >= self.fsettings.MAX_NEXT_REQUESTS:
             return False
         if self._budget_left() <= 0:
@@ -312,16 +326,16 @@ class LinkRankScheduler(BaseScheduler):
                 return False
         return True
 
-    def _slot_key(self, request):
+    def _slot_key(self, request: Request) -> str:
         return self.crawler.engine.downloader.get_slot_key(request)
 
-    def _capacity(self, key):
+    def _capacity(self, key: str) -> int:
         downloader = self.crawler.engine.downloader
         slot = downloader.slots.get(key)
         conc = slot.concurrency if slot is not None else (downloader.ip_concurrency or downloader.domain_concurrency)
         return slot_capacity(conc, self.settings)
 
-    def _ask(self):
+    def _ask(self) -> None:
         n = self.fsettings.MAX_NEXT_REQUESTS - self._n_buffered
         n = int(min(n, self._budget_left()))
         downloader = self.crawler.engine.downloader
@@ -344,7 +358,7 @@ class LinkRankScheduler(BaseScheduler):
         self._n_buffered += len(frequests)
         self.stats.inc_value("linkrank/requests", len(frequests))
 
-    def _pop_ready(self):
+    def _pop_ready(self) -> Request | None:
         """The best buffered request whose slot has room, or None."""
         best = None
         for key, queue in self._buffer.items():
@@ -363,7 +377,7 @@ class LinkRankScheduler(BaseScheduler):
         return request
 
     # -- outcomes (called by the spider middleware and the errback) ------------------------
-    def _finish(self, meta):
+    def _finish(self, meta: dict[str, Any]) -> bool:
         """Mark the frontier request of ``meta`` finished; False if it is not
         one in flight (not a frontier request, or already reported)."""
         info = meta.get(FRONTIER_META)
@@ -378,7 +392,7 @@ class LinkRankScheduler(BaseScheduler):
         self._reports += 1
         return True
 
-    def response_done(self, response, links):
+    def response_done(self, response: Response, links: list[FRequest]) -> None:
         """A response of the crawl and the frontier links its page yielded
         (Frontera requests). Reported once per frontier request; links of
         pages the frontier did not hand out enter it as seeds."""
@@ -395,7 +409,7 @@ class LinkRankScheduler(BaseScheduler):
             self.manager.links_extracted(fresponse.request, links)
         self.stats.inc_value("linkrank/links_extracted", len(links))
 
-    def request_failed(self, request, failure):
+    def request_failed(self, request: Request, failure: Failure) -> None:
         """A frontier request failed without a response (network error,
         refused by robots.txt or another downloader middleware)."""
         if self.manager is None or not self._finish(request.meta):
@@ -410,12 +424,12 @@ class LinkRankScheduler(BaseScheduler):
         self.stats.inc_value(f"linkrank/errors/{type(exc).__name__}")
 
     # -- lost requests and the end of the crawl ----------------------------------------------
-    def _engine_idle(self):
+    def _engine_idle(self) -> bool:
         engine = self.crawler.engine
         slot = getattr(engine.scraper, "slot", None)
         return not engine.downloader.active and (slot is None or slot.is_idle())
 
-    def _reclaim_lost(self):
+    def _reclaim_lost(self) -> None:
         """Requests handed out whose outcome never came back (a component
         dropped them): failed, so the frontier offers them again later."""
         lost = list(self._in_flight.items())
@@ -431,12 +445,12 @@ class LinkRankScheduler(BaseScheduler):
         self._reports += 1
         self.stats.inc_value("linkrank/lost", len(lost))
 
-    def _spider_idle(self, spider=None):
+    def _spider_idle(self, spider: Spider | None = None) -> None:
         if self.settings.MAX_PAGES and self._budget_left() <= 0 and not self._in_flight:
             raise CloseSpider("linkrank_page_budget")
 
     # -- progress ------------------------------------------------------------------------------
-    def _update_stats(self):
+    def _update_stats(self) -> dict[str, Any]:
         st = self.backend.stats()
         for k, v in st.items():
             if isinstance(v, (int, float)):
@@ -444,7 +458,7 @@ class LinkRankScheduler(BaseScheduler):
         self.stats.set_value("linkrank/in_flight", len(self._in_flight) + self._n_buffered)
         return st
 
-    def _log_progress(self, final=False):
+    def _log_progress(self, final: bool = False) -> None:
         st = self._update_stats()
         now = time.monotonic()
         crawled = int(st.get("pages_crawled", 0))
