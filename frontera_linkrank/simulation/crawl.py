@@ -18,18 +18,27 @@ Two fetch loops:
   backends) sees its requests wait in the host's slot, as in a real crawl.
 """
 
+from __future__ import annotations
+
 import heapq
 import os
 import shutil
 import tempfile
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from frontera import FrontierManager, Settings
 from frontera.core.models import Request, Response
 
 from ..storage.urls import RejectedURL, check_url
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .graphs import Graph
 
 BFS = "frontera.contrib.backends.memory.BFS"
 LINKRANK = "frontera_linkrank.LinkRankBackend"
@@ -52,7 +61,7 @@ class _Link(Request):
     per link costs a third as much. It is a ``Request`` in every other way.
     """
 
-    def __init__(self, url, fp):  # noqa: super().__init__ skipped on purpose
+    def __init__(self, url: str, fp: bytes) -> None:  # super().__init__ skipped on purpose
         self._url = url
         self._method = b"GET"
         self._headers = {}
@@ -69,7 +78,7 @@ class Politeness:
     concurrency: int = 16  # requests the crawler holds (waiting + being fetched)
     per_host: int = 1  # waiting requests that make a host overused
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.delay >= 0:
             raise ValueError("host delay must be >= 0 seconds")
         if self.concurrency < 1 or self.per_host < 1:
@@ -80,14 +89,22 @@ class Politeness:
 class CrawlResult:
     """What a simulated crawl did."""
 
-    order: list  # graph vertices, in fetch order
+    order: list[int]  # graph vertices, in fetch order
     seconds: float  # wall-clock time of the crawl, observations excluded
-    times: list = None  # simulated time of each fetch (polite crawls)
-    observations: list = field(default_factory=list)  # (checkpoint, observer result), in crawl order
+    times: list[float] | None = None  # simulated time of each fetch (polite crawls)
+    observations: list[tuple[int, Any]] = field(default_factory=list)  # (checkpoint, observer result), in crawl order
     observe_seconds: float = 0.0
 
 
-def simulate(graph, backend, seeds, budget, batch=100, settings=None, workdir=None):
+def simulate(
+    graph: Graph,
+    backend: str,
+    seeds: Iterable[int],
+    budget: int,
+    batch: int = 100,
+    settings: Mapping[str, Any] | None = None,
+    workdir: str | None = None,
+) -> list[int]:
     """Crawl ``graph`` with ``backend`` from ``seeds`` until ``budget`` pages
     are fetched or the frontier is exhausted; return the fetch order.
 
@@ -100,18 +117,18 @@ def simulate(graph, backend, seeds, budget, batch=100, settings=None, workdir=No
 
 
 def crawl(
-    graph,
-    backend,
-    seeds,
-    budget,
-    batch=100,
-    settings=None,
-    workdir=None,
-    politeness=None,
-    observe=None,
-    checkpoints=(),
-    progress=None,
-):
+    graph: Graph,
+    backend: str,
+    seeds: Iterable[int],
+    budget: int,
+    batch: int = 100,
+    settings: Mapping[str, Any] | None = None,
+    workdir: str | None = None,
+    politeness: Politeness | None = None,
+    observe: Callable[[Any, int], Any] | None = None,
+    checkpoints: Iterable[int] = (),
+    progress: Callable[[int], Any] | None = None,
+) -> CrawlResult:
     """Simulated crawl of ``graph``; returns a :class:`CrawlResult`.
 
     Parameters
@@ -152,7 +169,18 @@ def crawl(
 
 
 class _Simulation:
-    def __init__(self, graph, backend, batch, settings, workdir, politeness, observe, checkpoints, progress):
+    def __init__(
+        self,
+        graph: Graph,
+        backend: str,
+        batch: int,
+        settings: Mapping[str, Any] | None,
+        workdir: str,
+        politeness: Politeness | None,
+        observe: Callable[[Any, int], Any] | None,
+        checkpoints: Iterable[int],
+        progress: Callable[[int], Any] | None,
+    ) -> None:
         attrs = {
             "BACKEND": backend,
             "MIDDLEWARES": [],  # fingerprints are precomputed (Graph.fingerprints)
@@ -170,14 +198,14 @@ class _Simulation:
         self.checkpoints = sorted(set(int(c) for c in checkpoints))
         self.progress = progress
         self.manager = FrontierManager.from_settings(Settings(attributes=attrs))
-        self.order = []
-        self.seen = set()
-        self.observations = []
+        self.order: list[int] = []
+        self.seen: set[int] = set()
+        self.observations: list[tuple[int, Any]] = []
         self.observe_seconds = 0.0
-        self._hosts = {}
+        self._hosts: dict[int, str] = {}
 
     # -- one fetch ----------------------------------------------------------------------
-    def _fetch(self, request, v):
+    def _fetch(self, request: Request, v: int) -> None:
         """Report page ``v`` crawled and its links extracted."""
         if v in self.seen:
             raise AssertionError(f"page {v} ({request.url}) handed out twice")
@@ -190,13 +218,13 @@ class _Simulation:
         a, b = g.indptr[v], g.indptr[v + 1]
         m.links_extracted(request, [_Link(urls[w], fps[w]) for w in g.indices[a:b].tolist()])
 
-    def _vertex(self, request):
+    def _vertex(self, request: Request) -> int:
         v = self.graph.index.get(request.url)
         if v is None:
             raise AssertionError(f"the frontier handed out {request.url!r}, which is not in the graph")
         return v
 
-    def _host(self, v):
+    def _host(self, v: int) -> str:
         h = self._hosts.get(v)
         if h is None:
             url = self.graph.urls[v]
@@ -207,7 +235,7 @@ class _Simulation:
             self._hosts[v] = h
         return h
 
-    def _maybe_observe(self):
+    def _maybe_observe(self) -> None:
         n = len(self.order)
         due = []
         while self.checkpoints and n >= self.checkpoints[0]:
@@ -218,7 +246,7 @@ class _Simulation:
             self.observations.extend((c, got) for c in due)
             self.observe_seconds += time.perf_counter() - t
 
-    def _final_observe(self):
+    def _final_observe(self) -> None:
         """Observe checkpoints reached by the last fetches. The frontier
         first applies them: LinkRankBackend and the baselines do when asked
         for zero requests (Frontera's memory backends apply them at once,
@@ -234,7 +262,7 @@ class _Simulation:
         self._maybe_observe()
 
     # -- the loops ------------------------------------------------------------------------
-    def run(self, seeds, budget):
+    def run(self, seeds: Iterable[int], budget: int) -> CrawlResult:
         m = self.manager
         g = self.graph
         seeds = list(dict.fromkeys(int(s) for s in seeds))
@@ -254,7 +282,7 @@ class _Simulation:
         seconds = time.perf_counter() - start - self.observe_seconds
         return CrawlResult(self.order, seconds, times, self.observations, self.observe_seconds)
 
-    def _run_batches(self, budget):
+    def _run_batches(self, budget: int) -> None:
         m = self.manager
         order = self.order
         while len(order) < budget:
@@ -267,17 +295,17 @@ class _Simulation:
             if self.progress is not None:
                 self.progress(len(reqs))
 
-    def _run_polite(self, budget):
+    def _run_polite(self, budget: int) -> list[float]:
         p = self.politeness
         m = self.manager
         order = self.order
-        times = []
+        times: list[float] = []
         now = 0.0
         step = max(1.0, p.delay)  # a host's next fetch: one second to fetch, `delay` between starts
-        slots = {}  # host -> deque of (request, vertex) waiting
-        ready = []  # heap of (time the host may start its next fetch, seq, host)
-        free_at = {}  # host -> earliest start of its next fetch
-        overused = set()
+        slots: dict[str, deque[tuple[Request, int]]] = {}  # host -> deque of (request, vertex) waiting
+        ready: list[tuple[float, int, str]] = []  # heap of (time the host may start its next fetch, seq, host)
+        free_at: dict[str, float] = {}  # host -> earliest start of its next fetch
+        overused: set[str] = set()
         outstanding = 0
         seq = 0
         while len(order) < budget:
@@ -324,7 +352,15 @@ class _Simulation:
         return times
 
 
-def compare(graph, runs, truth, fractions, seeds, budget, batch=100):
+def compare(
+    graph: Graph,
+    runs: Mapping[str, tuple[str, Mapping[str, Any] | None]],
+    truth: np.ndarray,
+    fractions: Sequence[float],
+    seeds: Iterable[int],
+    budget: int,
+    batch: int = 100,
+) -> dict[str, tuple[list[float], float, int]]:
     """Run ``runs`` (``{name: (backend, settings)}``) from the same seeds and
     return ``{name: (collected truth at each fraction, seconds, pages)}``."""
     from .metrics import collected

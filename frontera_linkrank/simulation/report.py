@@ -24,9 +24,13 @@ the curves (matplotlib, optional), and the report itself is a JSON-able
 dict.
 """
 
+from __future__ import annotations
+
 import math
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -34,10 +38,17 @@ from . import metrics
 from .baselines import BACKENDS
 from .crawl import LINKRANK, crawl
 
+if TYPE_CHECKING:
+    import os
+
+    from .crawl import CrawlResult, Politeness
+    from .graphs import Graph
+
+    _Results = dict[str, list[tuple[list[int], CrawlResult]]]  # run name -> (seeds, crawl) per draw
+
 BASELINES = ("bfs", "random", "backlinks", "larger-sites-first", "batch-pagerank", "omniscient")
 FRACTIONS = (0.01, 0.05, 0.10, 0.20)
 ORACLE = "omniscient"
-# Estimate a policy orders by: the last ranking for ranked policies, else AOPIC.
 LABELS = {
     "bfs": "BFS (= Frontera memory BFS)",
     "frontera-bfs": "Frontera memory BFS",
@@ -55,15 +66,16 @@ class Run:
 
     name: str
     backend: str
-    settings: dict = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
     kind: str = "policy"  # "policy" (LinkRankBackend) or "baseline"
 
     @property
-    def label(self):
+    def label(self) -> str:
         return LABELS.get(self.name, self.name)
 
 
-def plan(policies=("opic",), baselines=BASELINES, settings=None, pagerank_every=1000):
+def plan(policies: Iterable[str] = ("opic",), baselines: Iterable[str] = BASELINES,
+         settings: Mapping[str, Any] | None = None, pagerank_every: int = 1000) -> list[Run]:
     """The runs of a report: ``policies`` of LinkRankBackend with
     ``settings`` (``LINKRANK_*``; the backend's defaults otherwise, so its
     periodic rankings follow ``LINKRANK_RANK_EVERY_PAGES`` and
@@ -72,9 +84,7 @@ def plan(policies=("opic",), baselines=BASELINES, settings=None, pagerank_every=
     always included (the other runs are measured against it).
     """
     settings = dict(settings or {})
-    runs = []
-    for p in dict.fromkeys(policies):
-        runs.append(Run(p, LINKRANK, {**settings, "LINKRANK_POLICY": p}, "policy"))
+    runs = [Run(p, LINKRANK, {**settings, "LINKRANK_POLICY": p}, "policy") for p in dict.fromkeys(policies)]
     base = list(dict.fromkeys(baselines))
     if ORACLE not in base:
         base.append(ORACLE)
@@ -86,7 +96,7 @@ def plan(policies=("opic",), baselines=BASELINES, settings=None, pagerank_every=
     return runs
 
 
-def draw_seeds(graph, k, draw, random_seed=0):
+def draw_seeds(graph: Graph, k: int, draw: int, random_seed: int = 0) -> list[int]:
     """``k`` seed pages drawn uniformly among pages with out-links (a seed
     without links would end the crawl at once), reproducibly per draw."""
     deg = np.diff(graph.indptr)
@@ -105,13 +115,14 @@ class Observer:
     true PageRank of those pages (:func:`metrics.estimate_quality`).
     """
 
-    def __init__(self, graph, truth, primary=None, fp_vertex=None):
+    def __init__(self, graph: Graph, truth: np.ndarray, primary: str | None = None,
+                 fp_vertex: dict[bytes, int] | None = None) -> None:
         self.truth = truth
         self.primary = primary
         self._fp_vertex = fp_vertex if fp_vertex is not None else dict(zip(graph.fingerprints, range(graph.n)))
         self._vertices = np.zeros(0, np.int64)
 
-    def _map(self, fps):
+    def _map(self, fps: Sequence[bytes] | bytes | bytearray | memoryview) -> np.ndarray:
         """Graph vertices of the frontier's pages ``fps`` (hex bytes list or
         one bytes string of 20-byte digests), extending the cache."""
         have = len(self._vertices)
@@ -128,7 +139,7 @@ class Observer:
         self._vertices = np.concatenate([self._vertices, add])
         return self._vertices[:n]
 
-    def estimate(self, backend):
+    def estimate(self, backend: Any) -> tuple[str, np.ndarray, np.ndarray] | None:
         """``(name, vertices, values)`` of the backend's estimate, or None."""
         core = getattr(backend, "core", None)
         if core is not None:  # LinkRankBackend
@@ -146,10 +157,11 @@ class Observer:
         if est is None:
             return None
         fps, values = est
-        name = {"BacklinkBackend": "backlinks", "BatchPageRankBackend": "pagerank"}.get(type(backend).__name__, "estimate")
+        names = {"BacklinkBackend": "backlinks", "BatchPageRankBackend": "pagerank"}
+        name = names.get(type(backend).__name__, "estimate")
         return name, self._map(fps), np.asarray(values, np.float64)
 
-    def __call__(self, backend, n_crawled):
+    def __call__(self, backend: Any, n_crawled: int) -> dict[str, Any] | None:
         got = self.estimate(backend)
         if got is None:
             return None
@@ -160,21 +172,22 @@ class Observer:
                 "weighted_tau": tau, "top_overlap": overlap}
 
 
-def run_report(
-    graph,
-    runs,
-    draws=3,
-    seeds=10,
-    budget=0.2,
-    fractions=FRACTIONS,
-    batch=100,
-    politeness=None,
-    estimate_points=10,
-    random_seed=0,
-    truth=None,
-    progress=False,
-    curve_points=200,
-):
+class _Yardstick(NamedTuple):
+    """What every crawl of a report is measured against."""
+
+    truth: np.ndarray  # true PageRank of each vertex
+    top: np.ndarray  # vertices of the true top 1%
+    n: int  # vertices of the graph
+    budget: int  # pages fetched per crawl
+    fractions: list[float]  # shares of the pages measured at
+    marks: list[int]  # page counts of ``fractions``
+    grid: np.ndarray  # page counts the averaged curves are sampled at
+
+
+def run_report(graph: Graph, runs: Sequence[Run], draws: int = 3, seeds: int = 10, budget: float = 0.2,
+               fractions: Sequence[float] = FRACTIONS, batch: int = 100, politeness: Politeness | None = None,
+               estimate_points: int = 10, random_seed: int = 0, truth: np.ndarray | None = None,
+               progress: bool = False, curve_points: int = 200) -> dict[str, Any]:
     """Crawl ``graph`` with every run of ``runs`` (:func:`plan`) from
     ``draws`` random seed sets and measure them; returns the report dict.
 
@@ -187,23 +200,47 @@ def run_report(
     n_given = graph.n
     graph = merge_same_pages(graph)  # one vertex per page the frontier can tell apart
     n = graph.n
-    budget = int(round(budget * n)) if budget <= 1 else int(budget)
-    if budget < 1:
+    pages = int(round(budget * n)) if budget <= 1 else int(budget)
+    if pages < 1:
         raise ValueError("the budget is less than one page")
-    fractions = [f for f in fractions if 0 < round(f * n) <= budget]
+    kept = [f for f in fractions if 0 < round(f * n) <= pages]
     t0 = time.perf_counter()
     if truth is None:
         truth = metrics.reference_pagerank(graph.indptr, graph.indices)
     truth_seconds = time.perf_counter() - t0
-    top = metrics.top_set(truth, 0.01)
-    oracle = dict(zip(graph.fingerprints, truth.tolist()))
-    fp_vertex = dict(zip(graph.fingerprints, range(n)))
-    marks = [int(round(f * n)) for f in fractions]
-    points = sorted(set(marks) | {max(1, int(round(budget * (k + 1) / estimate_points))) for k in range(estimate_points)})
-    grid = np.unique(np.linspace(1, budget, min(curve_points, budget)).round().astype(np.int64))
+    marks = [int(round(f * n)) for f in kept]
+    grid = np.unique(np.linspace(1, pages, min(curve_points, pages)).round().astype(np.int64))
+    ys = _Yardstick(truth, metrics.top_set(truth, 0.01), n, pages, kept, marks, grid)
+    estimate_at = {max(1, int(round(pages * (k + 1) / estimate_points))) for k in range(estimate_points)}
+    points = sorted(set(marks) | estimate_at)
+    results = _crawl_runs(graph, runs, ys, draws=draws, seeds=seeds, batch=batch, politeness=politeness,
+                          random_seed=random_seed, checkpoints=points, progress=progress)
+    return {
+        "graph": {"name": graph.name, "pages": n, "links": int(graph.n_edges),
+                  "hosts": _n_hosts(graph), "merged_urls": n_given - n},
+        "budget": pages,
+        "fractions": list(kept),
+        "draws": draws,
+        "seeds_per_draw": seeds,
+        "batch": batch,
+        "random_seed": random_seed,
+        "politeness": None if politeness is None else vars(politeness).copy(),
+        "truth": {"algorithm": "PageRank", "damping": 0.85, "tolerance_l1": 1e-12, "seconds": truth_seconds,
+                  "top1_pages": int(len(ys.top))},
+        "runs": _measure_runs(runs, results, ys),
+        "seconds": time.perf_counter() - t0,
+    }
 
+
+def _crawl_runs(graph: Graph, runs: Sequence[Run], ys: _Yardstick, *, draws: int, seeds: int, batch: int,
+                politeness: Politeness | None, random_seed: int, checkpoints: list[int], progress: bool) -> _Results:
+    """Crawl with every run from each draw's seed set: run name -> one
+    ``(seeds, result)`` per draw, the estimate observed at ``checkpoints``."""
+    budget = ys.budget
+    oracle = dict(zip(graph.fingerprints, ys.truth.tolist()))
+    fp_vertex = dict(zip(graph.fingerprints, range(ys.n)))
     bar = _progress(len(runs) * draws * budget) if progress else None
-    results = {r.name: [] for r in runs}
+    results: _Results = {r.name: [] for r in runs}
     try:
         for d in range(draws):
             seed_set = draw_seeds(graph, seeds, d, random_seed)
@@ -215,61 +252,30 @@ def run_report(
                     settings["SIMULATION_ORACLE"] = oracle
                 if run.name == "random":
                     settings.setdefault("SIMULATION_RANDOM_SEED", [random_seed, d])
-                done = [0]
-
-                def tick(k, done=done):
-                    done[0] += k
-                    if bar is not None:
-                        bar.update(k)
-
                 res = crawl(graph, run.backend, seed_set, budget, batch=batch, settings=settings,
-                            politeness=politeness, observe=Observer(graph, truth, fp_vertex=fp_vertex),
-                            checkpoints=points,
-                            progress=tick)
-                if bar is not None:
-                    bar.update(budget - done[0])
+                            politeness=politeness, observe=Observer(graph, ys.truth, fp_vertex=fp_vertex),
+                            checkpoints=checkpoints, progress=None if bar is None else bar.update)
+                if bar is not None:  # a crawl that ended early: its unused budget counts as done
+                    bar.update(budget - len(res.order))
                 results[run.name].append((seed_set, res))
     finally:
         if bar is not None:
             bar.close()
+    return results
 
-    oracle_area = [metrics.area(res.order, truth, budget) for _, res in results[ORACLE]]
-    oracle_collected = [metrics.collected(res.order, truth, fractions) for _, res in results[ORACLE]]
+
+def _measure_runs(runs: Sequence[Run], results: _Results, ys: _Yardstick) -> list[dict[str, Any]]:
+    """The report entry of each run: its draws measured, their means and mean curves."""
+    oracle_area = [metrics.area(res.order, ys.truth, ys.budget) for _, res in results[ORACLE]]
+    oracle_collected = [metrics.collected(res.order, ys.truth, ys.fractions) for _, res in results[ORACLE]]
     out_runs = []
     for run in runs:
-        per_draw = []
-        curves, recalls = [], []
+        per_draw, curves, recalls = [], [], []
         for d, (seed_set, res) in enumerate(results[run.name]):
-            got = metrics.collected(res.order, truth, fractions)
-            cur = metrics.curve(res.order, truth, budget)
-            hit = np.zeros(n, bool)
-            hit[top] = True
-            rec = np.cumsum(hit[np.asarray(res.order, np.int64)]) / len(top) if res.order else np.zeros(0)
-            rec_full = np.concatenate([rec, np.full(budget - len(rec), rec[-1] if len(rec) else 0.0)])
-            curves.append(cur[grid - 1])
-            recalls.append(rec_full[grid - 1])
-            by_mark = {c: o for c, o in res.observations if o is not None}
-            obs = [dict(o, checkpoint=c) for c, o in res.observations if o is not None]
-            entry = {
-                "seeds": seed_set,
-                "pages": len(res.order),
-                "seconds": res.seconds,
-                "pages_per_second": len(res.order) / res.seconds if res.seconds > 0 else math.inf,
-                "collected": got,
-                "relative": [g / o if o > 0 else math.nan for g, o in zip(got, oracle_collected[d])],
-                "recall_top1": metrics.recall(res.order, top, n, fractions),
-                "auc_relative": float(cur.sum()) / oracle_area[d] if oracle_area[d] > 0 else math.nan,
-                "estimate": [by_mark.get(m) for m in marks],
-                "estimate_curve": obs,
-                "measure_seconds": res.observe_seconds,
-            }
-            if res.times is not None:
-                entry["time_to"] = [res.times[m - 1] if m <= len(res.times) else None for m in marks]
-                entry["time_total"] = res.times[-1] if res.times else 0.0
-                t_grid = res.times
-                entry["time_curve"] = [[float(t_grid[k - 1]), float(cur[k - 1])] for k in grid.tolist()
-                                       if k <= len(t_grid)]
+            entry, cur, rec = _measure_draw(seed_set, res, ys, oracle_collected[d], oracle_area[d])
             per_draw.append(entry)
+            curves.append(cur)
+            recalls.append(rec)
         out_runs.append({
             "name": run.name,
             "label": run.label,
@@ -278,27 +284,46 @@ def run_report(
             "settings": {k: v for k, v in run.settings.items() if _jsonable(v)},
             "draws": per_draw,
             "mean": _means(per_draw),
-            "curve": {"pages": grid.tolist(), "collected": np.mean(curves, 0).tolist(),
+            "curve": {"pages": ys.grid.tolist(), "collected": np.mean(curves, 0).tolist(),
                       "recall_top1": np.mean(recalls, 0).tolist()},
         })
-    return {
-        "graph": {"name": graph.name, "pages": n, "links": int(graph.n_edges),
-                  "hosts": _n_hosts(graph), "merged_urls": n_given - n},
-        "budget": budget,
-        "fractions": list(fractions),
-        "draws": draws,
-        "seeds_per_draw": seeds,
-        "batch": batch,
-        "random_seed": random_seed,
-        "politeness": None if politeness is None else vars(politeness).copy(),
-        "truth": {"algorithm": "PageRank", "damping": 0.85, "tolerance_l1": 1e-12, "seconds": truth_seconds,
-                  "top1_pages": int(len(top))},
-        "runs": out_runs,
-        "seconds": time.perf_counter() - t0,
+    return out_runs
+
+
+def _measure_draw(seed_set: list[int], res: CrawlResult, ys: _Yardstick, oracle_collected: list[float],
+                  oracle_area: float) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
+    """One crawl measured: its report entry, its collected-PR* and top-1% recall curves at ``ys.grid``."""
+    truth, budget, fractions, marks, grid = ys.truth, ys.budget, ys.fractions, ys.marks, ys.grid
+    got = metrics.collected(res.order, truth, fractions)
+    cur = metrics.curve(res.order, truth, budget)
+    hit = np.zeros(ys.n, bool)
+    hit[ys.top] = True
+    rec = np.cumsum(hit[np.asarray(res.order, np.int64)]) / len(ys.top) if res.order else np.zeros(0)
+    rec_full = np.concatenate([rec, np.full(budget - len(rec), rec[-1] if len(rec) else 0.0)])
+    by_mark = {c: o for c, o in res.observations if o is not None}
+    obs = [dict(o, checkpoint=c) for c, o in res.observations if o is not None]
+    entry = {
+        "seeds": seed_set,
+        "pages": len(res.order),
+        "seconds": res.seconds,
+        "pages_per_second": len(res.order) / res.seconds if res.seconds > 0 else math.inf,
+        "collected": got,
+        "relative": [g / o if o > 0 else math.nan for g, o in zip(got, oracle_collected)],
+        "recall_top1": metrics.recall(res.order, ys.top, ys.n, fractions),
+        "auc_relative": float(cur.sum()) / oracle_area if oracle_area > 0 else math.nan,
+        "estimate": [by_mark.get(m) for m in marks],
+        "estimate_curve": obs,
+        "measure_seconds": res.observe_seconds,
     }
+    if res.times is not None:
+        entry["time_to"] = [res.times[m - 1] if m <= len(res.times) else None for m in marks]
+        entry["time_total"] = res.times[-1] if res.times else 0.0
+        entry["time_curve"] = [[float(res.times[k - 1]), float(cur[k - 1])] for k in grid.tolist()
+                               if k <= len(res.times)]
+    return entry, cur[grid - 1], rec_full[grid - 1]
 
 
-def _n_hosts(graph):
+def _n_hosts(graph: Graph) -> int:
     from ..storage.urls import RejectedURL, check_url
 
     names = set()
@@ -310,11 +335,11 @@ def _n_hosts(graph):
     return len(names)
 
 
-def _jsonable(v):
+def _jsonable(v: Any) -> bool:
     return isinstance(v, (str, int, float, bool, type(None), list, tuple))
 
 
-def _nanmean(rows):
+def _nanmean(rows: Iterable[Iterable[float | None]]) -> list[float | None]:
     a = np.array([[math.nan if x is None else x for x in r] for r in rows], np.float64)
     if a.size == 0:
         return []
@@ -323,8 +348,8 @@ def _nanmean(rows):
     return [None if math.isnan(x) else float(x) for x in m]
 
 
-def _means(per_draw):
-    def col(key):
+def _means(per_draw: list[dict[str, Any]]) -> dict[str, Any]:
+    def col(key: str) -> list[float | None]:
         return _nanmean([d[key] for d in per_draw])
 
     out = {
@@ -346,7 +371,7 @@ def _means(per_draw):
     return out
 
 
-def _progress(total):
+def _progress(total: int) -> Any:
     # tqdm: a maintained progress bar that adapts to the terminal width,
     # shows rate and ETA, and degrades to occasional lines when stderr is
     # not a terminal (disable=None turns it off there).
@@ -358,15 +383,15 @@ def _progress(total):
 # -- output -----------------------------------------------------------------------------
 
 
-def _pct(f):
+def _pct(f: float) -> str:
     return f"{f * 100:g}%"
 
 
-def _num(x, fmt="{:.4f}"):
+def _num(x: float | None, fmt: str = "{:.4f}") -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt.format(x)
 
 
-def format_report(report, command=None):
+def format_report(report: Mapping[str, Any], command: str | None = None) -> str:
     """The report as Markdown tables (means over the seed draws)."""
     g = report["graph"]
     fr = report["fractions"]
@@ -374,7 +399,8 @@ def format_report(report, command=None):
     if command:
         lines += [f"`{command}`", ""]
     pol = report["politeness"]
-    merged = f" (after merging {g['merged_urls']:,} URLs with the fingerprint of another)" if g.get("merged_urls") else ""
+    n_merged = g.get("merged_urls")
+    merged = f" (after merging {n_merged:,} URLs with the fingerprint of another)" if n_merged else ""
     lines.append(
         f"{g['name']}: {g['pages']:,} pages{merged}, {g['links']:,} links, {g['hosts']:,} hosts; "
         f"{report['draws']} draws of {report['seeds_per_draw']} random seeds; budget {report['budget']:,} pages "
@@ -392,7 +418,8 @@ def format_report(report, command=None):
         cells = [f"{_num(c)} ({_num(rel, '{:.2f}')})" for c, rel in zip(m["collected"], m["relative"])]
         rec = "/".join(_num(x, "{:.2f}") for x in m["recall_top1"])
         rng = m.get("auc_range")
-        auc = _num(m["auc_relative"], "{:.3f}") + (f" ({rng[0]:.2f}-{rng[1]:.2f})" if rng and len(r["draws"]) > 1 else "")
+        span = f" ({rng[0]:.2f}-{rng[1]:.2f})" if rng and len(r["draws"]) > 1 else ""
+        auc = _num(m["auc_relative"], "{:.3f}") + span
         lines.append(f"| {r['label']} | " + " | ".join(cells) + f" | {rec} | {auc} | {m['pages_per_second']:,.0f} |")
     est = [r for r in report["runs"] if "estimate" in r["mean"]]
     if est:
@@ -414,7 +441,7 @@ def format_report(report, command=None):
     return "\n".join(lines)
 
 
-def plot_report(report, path):
+def plot_report(report: Mapping[str, Any], path: str | os.PathLike[str]) -> str | os.PathLike[str]:
     """Curves of the report in a PNG (needs matplotlib: the ``plot`` extra)."""
     try:
         import matplotlib
