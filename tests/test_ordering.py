@@ -153,3 +153,22 @@ def test_push_policy_crawl_keeps_the_estimate_current_and_survives_reopening(tmp
         assert name == "push" and math.isclose(values.sum(), 1.0)
     finally:
         core.close()
+
+
+def test_seed_mass_is_a_personalised_teleport():
+    rng = np.random.default_rng(4)
+    n = 300
+    pages, rows, indptr, indices = known_graph(rng, n)
+    seeds = pages[:3]
+    p = PushRank(D, 1e-6)
+    p.grow(n)
+    p.fund(seeds, np.full(3, 100.0))
+    p.read(pages, rows)
+    p.push()
+    a = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(n, n))
+    deg = np.asarray(a.sum(axis=1)).ravel()
+    m = sp.diags(np.divide(1.0, deg, out=np.zeros(n), where=deg > 0)) @ a
+    b = np.ones(n)
+    b[seeds] += 100.0
+    truth = spla.spsolve(sp.identity(n, format="csc") - D * m.T.tocsc(), b)
+    assert np.abs(truth - p.values(np.arange(n))).sum() <= len(pages) * 1e-6 / (1 - D)

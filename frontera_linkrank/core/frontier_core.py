@@ -174,6 +174,9 @@ class FrontierCore:
             weights.append(self._seed_weight(seed))
         if funded:
             self.aopic.fund(funded, weights)
+            if self.push is not None and self.settings.PUSH_SEED_MASS:
+                w = np.asarray(weights)
+                self.push.fund(np.asarray(funded), self.settings.PUSH_SEED_MASS * w / w.sum())
             self.db.touch(np.asarray(funded))
             self.frontier.offer(funded)
 

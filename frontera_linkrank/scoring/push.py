@@ -142,6 +142,15 @@ class PushRank:
         self.deg[pages] = lens
         self._pending = np.concatenate((self._pending, pages))
 
+    def fund(self, pages: np.ndarray, mass: np.ndarray) -> None:
+        """Add teleport ``mass`` to ``pages`` (the seeds: a personalised
+        share on top of the uniform one)."""
+        pages = np.asarray(pages, np.int64)
+        if len(pages):
+            self.grow(int(pages.max()) + 1)
+            np.add.at(self.r, pages, np.asarray(mass, np.float64))
+            self._pending = np.concatenate((self._pending, pages))
+
     def set_threshold(self, threshold: float) -> None:
         """Change ``eps`` (pages now above it are pushed at the next :meth:`push`)."""
         self.threshold = float(threshold)

@@ -115,6 +115,9 @@ SCHEDULING = Section("Scheduling", (
       "Policy `push`: a crawled page passes its residual on once it exceeds this (a page's teleport mass is 1).",
       "Smaller is closer to the known graph's PageRank and costs more pushes: each push settles at least "
       "(1 - d) times the threshold, so the work per batch is at most the mass it brings over that."),
+    S("LINKRANK_PUSH_SEED_MASS", Float(lo=0), 0.0,
+      "Policy `push`: teleport mass shared by the seeds when they are added, on top of each page's 1.",
+      "0: the known graph's PageRank; large: mass spreads from the seeds only, as OPIC's cash does."),
     S("LINKRANK_PUSH_TELEPORT", Choice(PUSH_TELEPORTS), "known", "Policy `push`: pages that get teleport mass.",
       "`known`: every page the frontier knows (the known graph's PageRank); `crawled`: crawled pages only."),
 ))  # fmt: skip
