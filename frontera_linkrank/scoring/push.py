@@ -50,9 +50,6 @@ import numpy as np
 
 from ..numeric import unique
 
-TELEPORTS = ("known", "crawled")
-"""Where teleport mass goes: every known page, or crawled pages only."""
-
 
 class PushRank:
     """The push estimate of the known graph's PageRank (module docstring).
@@ -64,23 +61,21 @@ class PushRank:
     threshold : float
         ``eps``: a crawled page is pushed when its residual exceeds it
         (the teleport mass of one page is 1).
-    teleport : {"known", "crawled"}
-        Teleport to every known page (a frontier page brings 1 when found)
-        or to crawled pages only (1 when the page is read).
     max_rounds : int
         Push rounds per :meth:`push` at most (the rest waits for the next batch).
+    depth_discount : float
+        ``b`` of the push policy's keys ``inflow * b ** depth`` (1: the
+        plain estimate ``x + r``).
     """
 
-    def __init__(self, damping: float = 0.85, threshold: float = 0.01, teleport: str = "known",
-                 max_rounds: int = 200) -> None:
-        if teleport not in TELEPORTS:
-            raise ValueError(f"teleport must be one of {TELEPORTS}")
+    def __init__(self, damping: float = 0.85, threshold: float = 0.01, max_rounds: int = 200,
+                 depth_discount: float = 1.0) -> None:
         if not 0 < damping < 1 or not threshold > 0:
             raise ValueError("damping must be in (0, 1) and threshold > 0")
         self.damping = float(damping)
         self.threshold = float(threshold)
-        self.teleport = teleport
         self.max_rounds = int(max_rounds)
+        self.depth_discount = float(depth_discount)  # read by the push policy's keys
         self.n = 0
         self.x = np.zeros(1024)
         self.r = np.zeros(1024)
@@ -104,8 +99,7 @@ class PushRank:
                 grown = np.full(size, fill, old.dtype)
                 grown[: len(old)] = old
                 setattr(self, name, grown)
-        if self.teleport == "known":
-            self.r[self.n : n] = 1.0
+        self.r[self.n : n] = 1.0
         self.n = n
 
     def read(self, pages: np.ndarray, rows: list[np.ndarray]) -> None:
@@ -135,9 +129,6 @@ class PushRank:
             self.pool[self.n_edges : self.n_edges + total] = dst
         starts = self.n_edges + np.concatenate(([0], np.cumsum(lens)[:-1]))
         self.n_edges += total
-        if self.teleport == "crawled":
-            first = pages[self.deg[pages] < 0]
-            self.r[first] += 1.0
         self.start[pages] = starts
         self.deg[pages] = lens
         self._pending = np.concatenate((self._pending, pages))
@@ -195,6 +186,11 @@ class PushRank:
         if len(idx) and int(idx.max()) >= self.n:
             self.grow(int(idx.max()) + 1)
         return self.x[idx] + self.r[idx]
+
+    def inflow(self, idx: np.ndarray) -> np.ndarray:
+        """Mass that reached pages ``idx`` through links (and seed funding):
+        :meth:`values` without the page's own uniform teleport share."""
+        return self.values(idx) - 1.0
 
     def normalised(self, idx: np.ndarray | None = None) -> np.ndarray:
         """The estimate as PageRank of the known graph (sums to 1 over the known pages)."""

@@ -18,7 +18,6 @@ from typing import NamedTuple
 from ..recrawl.scheduler import POLICIES as RECRAWL_POLICIES
 from ..scheduling.policies import POLICIES as POLICY_REGISTRY
 from ..scoring.aopic import HISTORY_TIMES, OMEGA_POLICIES
-from ..scoring.push import TELEPORTS as PUSH_TELEPORTS
 from ..scoring.ranker import ALGORITHMS as RANK_ALGORITHMS
 from ..scoring.ranker import EDGE_MODES
 from .kinds import AlgorithmList, Bool, Choice, Float, HostList, Int, OptionalPath, Path, Setting, Window
@@ -118,8 +117,9 @@ SCHEDULING = Section("Scheduling", (
     S("LINKRANK_PUSH_SEED_MASS", Float(lo=0), 0.0,
       "Policy `push`: teleport mass shared by the seeds when they are added, on top of each page's 1.",
       "0: the known graph's PageRank; large: mass spreads from the seeds only, as OPIC's cash does."),
-    S("LINKRANK_PUSH_TELEPORT", Choice(PUSH_TELEPORTS), "known", "Policy `push`: pages that get teleport mass.",
-      "`known`: every page the frontier knows (the known graph's PageRank); `crawled`: crawled pages only."),
+    S("LINKRANK_PUSH_DEPTH_DISCOUNT", Float(lo=0, hi=1, open_lo=True), 1.0,
+      "Policy `push`: keys are the mass a page received through links times this to the power of its depth.",
+      "1: the plain estimate (the known graph's PageRank). Below 1 favours pages near the seeds."),
 ))  # fmt: skip
 
 SCRAPY = Section("Scrapy scheduler", (

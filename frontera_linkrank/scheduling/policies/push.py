@@ -24,12 +24,19 @@ if TYPE_CHECKING:
 
 
 def keys(table: VertexTable, aopic: Aopic | None = None, push: PushRank | None = None, **_: Any) -> KeyFunction:
-    """The push estimate ``x + r`` of each page."""
+    """The push estimate ``x + r`` of each page; with a depth discount
+    ``b < 1``, the mass that reached the page through links times ``b ** depth``."""
     if push is None:
         raise ValueError("policy 'push' needs the push estimate (PushRank)")
 
-    def f(idx: np.ndarray) -> np.ndarray:
-        return push.values(idx)
+    b = push.depth_discount
+    if b == 1.0:
+        def f(idx: np.ndarray) -> np.ndarray:
+            return push.values(idx)
+    else:
+        def f(idx: np.ndarray) -> np.ndarray:
+            # A waiting page's depth only shrinks and its inflow only grows: keys only grow.
+            return push.inflow(idx) * b ** table.depth[idx].astype(np.float64)
 
     return f
 
