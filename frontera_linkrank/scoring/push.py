@@ -68,7 +68,7 @@ class PushRank:
         plain estimate ``x + r``).
     """
 
-    def __init__(self, damping: float = 0.85, threshold: float = 0.01, max_rounds: int = 200,
+    def __init__(self, damping: float = 0.85, threshold: float = 0.3, max_rounds: int = 200,
                  depth_discount: float = 1.0) -> None:
         if not 0 < damping < 1 or not threshold > 0:
             raise ValueError("damping must be in (0, 1) and threshold > 0")

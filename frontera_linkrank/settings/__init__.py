@@ -129,6 +129,9 @@ class LinkRankSettings:
     LEASE_TIMEOUT: float
     MAX_RETRIES: int
     RETRY_DELAY: float
+    PUSH_THRESHOLD: float
+    PUSH_SEED_MASS: float
+    PUSH_DEPTH_DISCOUNT: float
     SEEDS_FILE: str | None
     MAX_PAGES: int
     BATCH_SIZE: int

@@ -110,10 +110,12 @@ SCHEDULING = Section("Scheduling", (
       "Leases of a previous process are always offered again when the database is reopened."),
     S("LINKRANK_MAX_RETRIES", Int(lo=0), 2, "Retry a failed fetch this many times, then record the page as an error."),
     S("LINKRANK_RETRY_DELAY", Float(lo=0), 60.0, "Seconds before a failed fetch is retried."),
-    S("LINKRANK_PUSH_THRESHOLD", Float(lo=0, open_lo=True), 0.01,
+    S("LINKRANK_PUSH_THRESHOLD", Float(lo=0, open_lo=True), 0.3,
       "Policy `push`: a crawled page passes its residual on once it exceeds this (a page's teleport mass is 1).",
       "Smaller is closer to the known graph's PageRank and costs more pushes: each push settles at least "
-      "(1 - d) times the threshold, so the work per batch is at most the mass it brings over that."),
+      "(1 - d) times the threshold, so the work per batch is at most the mass it brings over that. In "
+      "simulated crawls of uk-2007, 0.03 to 0.9 collect the same PageRank; 0.3 pushes about 10 links per link "
+      "crawled (docs/ordering.md)."),
     S("LINKRANK_PUSH_SEED_MASS", Float(lo=0), 0.0,
       "Policy `push`: teleport mass shared by the seeds when they are added, on top of each page's 1.",
       "0: the known graph's PageRank; large: mass spreads from the seeds only, as OPIC's cash does."),
