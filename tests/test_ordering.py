@@ -22,7 +22,7 @@ from frontera_linkrank.simulation.baselines import BACKENDS
 from frontera_linkrank.simulation.crawl import LINKRANK, crawl
 from frontera_linkrank.simulation.datasets import load_graph
 from frontera_linkrank.simulation.metrics import reference_pagerank
-from frontera_linkrank.storage.vertices import CRAWLED
+from frontera_linkrank.storage.vertices import CRAWLED, UNFETCHED
 from test_simulate import random_graph
 
 D = 0.85
@@ -172,3 +172,26 @@ def test_seed_mass_is_a_personalised_teleport():
     b[seeds] += 100.0
     truth = spla.spsolve(sp.identity(n, format="csc") - D * m.T.tocsc(), b)
     assert np.abs(truth - p.values(np.arange(n))).sum() <= len(pages) * 1e-6 / (1 - D)
+
+
+def test_push_keys_of_waiting_pages_only_grow(tmp_path):
+    # The lazy queue's rule, with every option of the push keys on.
+    graph = load_graph("hollins")
+    last = {}
+
+    def check(backend, n_crawled):
+        core = backend.core
+        v = core.db.vertices
+        idx = np.flatnonzero(v.state[: v.n] == UNFETCHED)
+        keys = core.frontier.priority(idx)
+        for i, k in zip(idx.tolist(), keys.tolist()):
+            assert k >= last.get(i, -math.inf) - 1e-9, (i, k, last[i])
+            last[i] = k
+        return len(idx)
+
+    settings = {"LINKRANK_POLICY": "push", "LINKRANK_PUSH_HOST_BONUS": 1e6, "LINKRANK_PUSH_DEPTH_DISCOUNT": 0.5,
+                "LINKRANK_PUSH_SEED_MASS": 100.0}
+    res = crawl(graph, LINKRANK, [0, 100, 2000], 600, batch=50, workdir=str(tmp_path), observe=check,
+                checkpoints=range(50, 601, 50), settings=settings)
+    assert len(res.order) == len(set(res.order)) == 600
+    assert len(res.observations) == 12 and all(n > 0 for _, n in res.observations)

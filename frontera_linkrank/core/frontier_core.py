@@ -138,7 +138,8 @@ class FrontierCore:
             return None
         s, db = self.settings, self.db
         v = db.vertices
-        push = PushRank(s.DAMPING, s.PUSH_THRESHOLD, depth_discount=s.PUSH_DEPTH_DISCOUNT)
+        push = PushRank(s.DAMPING, s.PUSH_THRESHOLD, depth_discount=s.PUSH_DEPTH_DISCOUNT,
+                        host_bonus=s.PUSH_HOST_BONUS)
         push.grow(v.n)
         crawled = np.flatnonzero(v.n_crawls[: v.n] > 0)
         if len(crawled):

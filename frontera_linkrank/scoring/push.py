@@ -66,16 +66,20 @@ class PushRank:
     depth_discount : float
         ``b`` of the push policy's keys ``inflow * b ** depth`` (1: the
         plain estimate ``x + r``).
+    host_bonus : float
+        Added by the push policy to the key of the first page found of
+        each host (0: none).
     """
 
     def __init__(self, damping: float = 0.85, threshold: float = 0.3, max_rounds: int = 200,
-                 depth_discount: float = 1.0) -> None:
+                 depth_discount: float = 1.0, host_bonus: float = 0.0) -> None:
         if not 0 < damping < 1 or not threshold > 0:
             raise ValueError("damping must be in (0, 1) and threshold > 0")
         self.damping = float(damping)
         self.threshold = float(threshold)
         self.max_rounds = int(max_rounds)
         self.depth_discount = float(depth_discount)  # read by the push policy's keys
+        self.host_bonus = float(host_bonus)  # idem
         self.n = 0
         self.x = np.zeros(1024)
         self.r = np.zeros(1024)

@@ -132,6 +132,7 @@ class LinkRankSettings:
     PUSH_THRESHOLD: float
     PUSH_SEED_MASS: float
     PUSH_DEPTH_DISCOUNT: float
+    PUSH_HOST_BONUS: float
     SEEDS_FILE: str | None
     MAX_PAGES: int
     BATCH_SIZE: int

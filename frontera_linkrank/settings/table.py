@@ -119,6 +119,10 @@ SCHEDULING = Section("Scheduling", (
     S("LINKRANK_PUSH_SEED_MASS", Float(lo=0), 0.0,
       "Policy `push`: teleport mass shared by the seeds when they are added, on top of each page's 1.",
       "0: the known graph's PageRank; large: mass spreads from the seeds only, as OPIC's cash does."),
+    S("LINKRANK_PUSH_HOST_BONUS", Float(lo=0), 0.0,
+      "Policy `push`: added to the key of the first page found of each host (0: none).",
+      "A large bonus fetches one page of every new host before the rest: a host's first fetch reveals its "
+      "internal links (navigation pages that the whole host links to)."),
     S("LINKRANK_PUSH_DEPTH_DISCOUNT", Float(lo=0, hi=1, open_lo=True), 1.0,
       "Policy `push`: keys are the mass a page received through links times this to the power of its depth.",
       "1: the plain estimate (the known graph's PageRank). Below 1 favours pages near the seeds."),

@@ -31,14 +31,47 @@ def keys(table: VertexTable, aopic: Aopic | None = None, push: PushRank | None =
 
     b = push.depth_discount
     if b == 1.0:
-        def f(idx: np.ndarray) -> np.ndarray:
+        def base(idx: np.ndarray) -> np.ndarray:
             return push.values(idx)
     else:
-        def f(idx: np.ndarray) -> np.ndarray:
+        def base(idx: np.ndarray) -> np.ndarray:
             # A waiting page's depth only shrinks and its inflow only grows: keys only grow.
             return push.inflow(idx) * b ** table.depth[idx].astype(np.float64)
+    bonus = push.host_bonus
+    if not bonus:
+        return base
+    entry = HostEntries(table)
+
+    def f(idx: np.ndarray) -> np.ndarray:
+        return base(idx) + bonus * entry.is_entry(idx)
 
     return f
+
+
+class HostEntries:
+    """The first page found of each host (the lowest page index): a fixed
+    property of a page, so a bonus for it keeps keys from ever falling."""
+
+    def __init__(self, table: VertexTable) -> None:
+        self.table = table
+        self.first = np.full(16, -1, np.int64)  # host id -> first page, -1: none yet
+        self.seen = 0  # pages looked at so far
+
+    def is_entry(self, idx: np.ndarray) -> np.ndarray:
+        """Whether each page of ``idx`` is the first page of its host."""
+        t = self.table
+        if t.n > self.seen:
+            hosts = t.host[self.seen : t.n].astype(np.int64)
+            if len(hosts) and int(hosts.max()) >= len(self.first):
+                grown = np.full(max(int(hosts.max()) + 1, 2 * len(self.first)), -1, np.int64)
+                grown[: len(self.first)] = self.first
+                self.first = grown
+            h, at = np.unique(hosts, return_index=True)
+            new = self.first[h] < 0
+            self.first[h[new]] = self.seen + at[new]
+            self.seen = t.n
+        idx = np.asarray(idx, np.int64)
+        return self.first[t.host[idx].astype(np.int64)] == idx
 
 
 @dataclass(frozen=True)
