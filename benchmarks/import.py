@@ -7,7 +7,8 @@ its peak memory is its own) on a fresh database, and reports links/s as
 the tool measures it (lines read / seconds from opening the database to
 the last commit), the wall time of the whole process (Python start-up and
 imports add ~0.4 s) and peak RSS. The baseline, measured in the same run
-on the same file, is the floor of any Python importer: reading the file and splitting every line (``line.split("\\t")``),
+on the same file, is the floor of any Python importer: reading the file and splitting every line
+(``line.split("\\t")``),
 nothing else.
 
 Cases:
@@ -126,7 +127,7 @@ def main():
         seconds = lines / rate
         rows.append((name, lines, seconds, rate, wall, floor, rss))
         print(f"{name:30s} {lines:>10,} links {seconds:6.2f} s {rate:>10,.0f} links/s (process {wall:.2f} s)  "
-              f"x{seconds / floor:5.2f} the read+split floor ({floor:.2f} s)  peak RSS {rss:,.0f} MiB", flush=True)  # fmt: skip
+              f"x{seconds / floor:5.2f} the read+split floor ({floor:.2f} s)  peak RSS {rss:,.0f} MiB", flush=True)
         return db
 
     try:

@@ -130,11 +130,14 @@ def main(argv=None):
     base = run(fifo, args.pages, args.batch, lambda: len(fifo.metadata.requests), report)
 
     print(f"python {sys.version.split()[0]}, policy {args.policy}, sync {not args.no_sync}, batch {args.batch}")
-    print(f"{'known pages':>12} {'crawled':>9} {'linkrank p/s':>13} {'links/s':>10} {'memory FIFO p/s':>16} {'ratio':>6}")
-    for (n, c, l, s), (n2, c2, l2, s2) in zip(ours, base):
+    print(
+        f"{'known pages':>12} {'crawled':>9} {'linkrank p/s':>13} {'links/s':>10} {'memory FIFO p/s':>16} {'ratio':>6}"
+    )
+    for (n, c, l, s), (_, c2, _, s2) in zip(ours, base):
         print(f"{n:>12,} {c:>9,} {c / s:>13,.0f} {l / s:>10,.0f} {c2 / s2:>16,.0f} {(c / s) / (c2 / s2):>6.2f}")
-    print(f"final commit and close: {close_s:.2f} s; database size {size / 2**20:.0f} MiB; "
-          f"rankings installed: {rankings}")
+    print(
+        f"final commit and close: {close_s:.2f} s; database size {size / 2**20:.0f} MiB; rankings installed: {rankings}"
+    )
 
 
 if __name__ == "__main__":

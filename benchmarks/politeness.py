@@ -25,7 +25,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 from crawlweb import TestWebServer, multi_host_graph, run_crawl  # noqa: E402
-
 from frontera_linkrank.simulation.datasets import load_graph  # noqa: E402
 
 OFF = 1e6  # LINKRANK_OVERUSED_SLOT_FACTOR that never marks a slot overused

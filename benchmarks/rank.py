@@ -27,10 +27,10 @@ import tracemalloc
 import numpy as np
 import scipy.sparse as sp
 
+from frontera_linkrank.core.graph_import import add_graph
 from frontera_linkrank.scoring.hits import hits
 from frontera_linkrank.scoring.links import database_links
 from frontera_linkrank.scoring.pagerank import pagerank
-from frontera_linkrank.core.graph_import import add_graph
 from frontera_linkrank.storage.pagedb import PageDB
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
@@ -152,7 +152,10 @@ def main(argv=None):
         graphs.append(("uk-2007-05@100000", os.path.join(args.out, "rank-uk2007"), uk))
     except FileNotFoundError:
         print("uk-2007-05@100000 not found (frontera_linkrank/data): skipped", file=sys.stderr)
-    print("| graph | links | edges | load s | PageRank s/iter | scipy s/iter | ratio | HITS s/iter | scipy s/iter | ratio | peak bytes/page |")
+    print(
+        "| graph | links | edges | load s | PageRank s/iter | scipy s/iter | ratio | HITS s/iter "
+        "| scipy s/iter | ratio | peak bytes/page |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, path, make in graphs:
         build(path, make)

@@ -73,10 +73,13 @@ def run(name, k, draws, depths, drop=0.2):
     rows[OLD] = [per_depth(g, old_res.seeds, truth, depths)]
     # Baselines: the paper's random pages; random pages that link somewhere
     # (a crawled page, not a dead end); the pages with most inter-host links.
-    rows[RANDOM] = [per_depth(g, np.random.default_rng(d).choice(graph.n, k, replace=False), truth, depths) for d in range(draws)]
+    rows[RANDOM] = [
+        per_depth(g, np.random.default_rng(d).choice(graph.n, k, replace=False), truth, depths) for d in range(draws)
+    ]
     linking = np.flatnonzero(np.diff(g.indptr) > 0)
     rows[RANDOM_OUT] = [
-        per_depth(g, np.random.default_rng(100 + d).choice(linking, k, replace=False), truth, depths) for d in range(draws)
+        per_depth(g, np.random.default_rng(100 + d).choice(linking, k, replace=False), truth, depths)
+        for d in range(draws)
     ]
     pruned_out = np.diff(prune_same_host(g, graph.hosts).indptr)
     top = np.lexsort((np.arange(graph.n), -pruned_out))[:k]
@@ -99,7 +102,8 @@ def report(name, r, draws):
         f"#### {TITLES[name]}: {graph.n:,} pages, {graph.n_edges:,} links, {graph.hosts.max() + 1:,} hosts; "
         f"HITS on {res.links:,} links after pruning; 10 seeds in {r['secs']:.1f} s",
         "",
-        "| round | hubs x authorities | cover density | seed | seed's in / out links | seed's PageRank rank | distance to the other cores: min / mean / max |",
+        "| round | hubs x authorities | cover density | seed | seed's in / out links "
+        "| seed's PageRank rank | distance to the other cores: min / mean / max |",
         "|---|---|---|---|---|---|---|",
     ]
     g = r["g"]
@@ -112,15 +116,25 @@ def report(name, r, draws):
         if len(d) < len(c.distances):
             dist += f" ({len(c.distances) - len(d)} unreachable)"
         out.append(
-            f"| {c.round + 1} | {len(c.hubs):,} x {len(c.authorities):,} | {c.cover_density:.0f}% | `{graph.urls[c.seed]}` | "
+            f"| {c.round + 1} | {len(c.hubs):,} x {len(c.authorities):,} | {c.cover_density:.0f}% | "
+            f"`{graph.urls[c.seed]}` | "
             f"{indeg[c.seed]} / {g.indptr[c.seed + 1] - g.indptr[c.seed]} | {rank[c.seed]:,} | {dist} |"
         )
     same = len(set(r["old_res"].seeds) & set(res.seeds))
-    out += ["", f"Seeds from the old graph (20% of links removed): {same} of 10 equal to the seeds from the full graph.", ""]
+    out += [
+        "",
+        f"Seeds from the old graph (20% of links removed): {same} of 10 equal to the seeds from the full graph.",
+        "",
+    ]
     head = "| seeds | " + " | ".join(f"depth ≤ {d}" for d in range(depths + 1)) + " |"
     sep = "|---|" + "---|" * (depths + 1)
     note = f"random rows: mean (min-max) of {draws} draws"
-    out += [f"True PageRank collected by a BFS crawl, cumulative by depth (depth 0 = the seeds; {note}):", "", head, sep]
+    out += [
+        f"True PageRank collected by a BFS crawl, cumulative by depth (depth 0 = the seeds; {note}):",
+        "",
+        head,
+        sep,
+    ]
     for label, runs in rows.items():
         out.append(f"| {label} | " + " | ".join(_cells(runs, lambda p, x: np.cumsum(x), lambda v: f"{v:.3f}")) + " |")
     out += ["", f"Pages reached, cumulative by depth ({note}):", "", head, sep]
@@ -141,9 +155,19 @@ def plot(name, r, path):
     series = [
         ("true PageRank collected (cumulative)", lambda p, x: np.cumsum(x), "linear"),
         ("pages reached (cumulative)", lambda p, x: np.cumsum(p), "log"),
-        ("average PageRank of the pages found at each depth", lambda p, x: np.where(p > 0, x / np.maximum(p, 1), np.nan), "log"),
+        (
+            "average PageRank of the pages found at each depth",
+            lambda p, x: np.where(p > 0, x / np.maximum(p, 1), np.nan),
+            "log",
+        ),
     ]
-    styles = {EXTRACTED: ("-o", "C0"), OLD: ("--s", "C1"), TOP_OUT: (":^", "C2"), RANDOM: ("-", "0.55"), RANDOM_OUT: ("-", "C3")}
+    styles = {
+        EXTRACTED: ("-o", "C0"),
+        OLD: ("--s", "C1"),
+        TOP_OUT: (":^", "C2"),
+        RANDOM: ("-", "0.55"),
+        RANDOM_OUT: ("-", "C3"),
+    }
     for ax, (title, f, scale) in zip(axes, series):
         for label, runs in rows.items():
             style, color = styles[label]
@@ -151,7 +175,15 @@ def plot(name, r, path):
                 ax.plot(depths, f(*runs[0]), style, color=color, label=label, ms=4)
                 continue
             for i, run_ in enumerate(runs):  # each random draw, thin
-                ax.plot(depths, f(*run_), style, color=color, lw=0.8, alpha=0.6, label=f"{label} (each draw)" if i == 0 else None)
+                ax.plot(
+                    depths,
+                    f(*run_),
+                    style,
+                    color=color,
+                    lw=0.8,
+                    alpha=0.6,
+                    label=f"{label} (each draw)" if i == 0 else None,
+                )
         ax.set(title=title, xlabel="crawl depth (0 = the seeds)", yscale=scale)
         ax.title.set_fontsize(10)
     axes[0].legend(fontsize=7)

@@ -35,9 +35,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from frontera_linkrank.cli import seeds as seeds_cli
+from frontera_linkrank.core.graph_import import add_graph
 from frontera_linkrank.scoring.hits import hits
 from frontera_linkrank.scoring.seeds import SubgraphLinks, extract_seeds, prune_same_host
-from frontera_linkrank.core.graph_import import add_graph
 from frontera_linkrank.storage.pagedb import PageDB
 
 
@@ -108,21 +108,34 @@ def algorithm(g, hosts, k, iterations):
         rebuild, reweigh = update_costs(links, res.cores)
         hits_s = sum(r["hits_seconds"] for r in res.rounds)
         core_s = sum(r["core_seconds"] for r in res.rounds)
-        print(f"\n{label}: HITS on {res.links:,} links; {len(res.seeds)} seeds in {secs:.1f} s wall, {cpu:.1f} s CPU "
-              f"(HITS {hits_s:.1f} s, cores {core_s:.2f} s, the rest: loading, pruning, distances)")
+        print(
+            f"\n{label}: HITS on {res.links:,} links; {len(res.seeds)} seeds in {secs:.1f} s wall, {cpu:.1f} s CPU "
+            f"(HITS {hits_s:.1f} s, cores {core_s:.2f} s, the rest: loading, pruning, distances)"
+        )
         for c, r in zip(res.cores, res.rounds):
             d = [v for v in c.distances.values() if v is not None]
-            print(f"  round {c.round + 1}: {len(c.hubs)} hubs x {len(c.authorities)} authorities, "
-                  f"{c.cover_density:.0f}%, HITS {r['iterations']} it {r['hits_seconds']:.2f} s, "
-                  f"core {r['core_seconds'] * 1000:.1f} ms, distances {min(d) if d else '-'}..{max(d) if d else '-'}")
+            print(
+                f"  round {c.round + 1}: {len(c.hubs)} hubs x {len(c.authorities)} authorities, "
+                f"{c.cover_density:.0f}%, HITS {r['iterations']} it {r['hits_seconds']:.2f} s, "
+                f"core {r['core_seconds'] * 1000:.1f} ms, distances {min(d) if d else '-'}..{max(d) if d else '-'}"
+            )
         rows.append((label, res.links, secs, cpu, hits_s, core_s, one_hits * k, base_cpu * k, rebuild, reweigh))
-    print(f"\n| links ranked | extract_seeds k={k}: wall (CPU) | of which HITS / cores (wall) | baseline: {k} x HITS({iterations}), wall (CPU) "
-          "| ratio, wall (CPU) | taking a core out, CPU per round: first version's rebuild / now |")
+    print(
+        f"\n| links ranked | extract_seeds k={k}: wall (CPU) | of which HITS / cores (wall) "
+        f"| baseline: {k} x HITS({iterations}), wall (CPU) "
+        "| ratio, wall (CPU) | taking a core out, CPU per round: first version's rebuild / now |"
+    )
     print("|---|---|---|---|---|---|")
     for label, links, secs, cpu, hits_s, core_s, base, base_cpu, rebuild, reweigh in rows:
-        print(f"| {links:,} ({label}) | {secs:.1f} s ({cpu:.1f} s) | {hits_s:.1f} s / {core_s:.2f} s | "
-              f"{base:.1f} s ({base_cpu:.1f} s) | {secs / base:.2f} ({cpu / base_cpu:.2f}) | {rebuild:.2f} s / {reweigh:.3f} s |")
-    print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: wall times include other processes' load)")
+        print(
+            f"| {links:,} ({label}) | {secs:.1f} s ({cpu:.1f} s) "
+            f"| {hits_s:.1f} s / {core_s:.2f} s | "
+            f"{base:.1f} s ({base_cpu:.1f} s) | {secs / base:.2f} ({cpu / base_cpu:.2f}) | "
+            f"{rebuild:.2f} s / {reweigh:.3f} s |"
+        )
+    print(
+        f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: wall times include other processes' load)"
+    )
 
 
 def io(g, hosts, k, workdir):
@@ -136,7 +149,9 @@ def io(g, hosts, k, workdir):
         add_graph(db, urls, coo.row, coo.col, hosts=names)
     build = time.perf_counter() - t
     size = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
-    print(f"\npage database: {n:,} pages, {g.nnz:,} links, built by add_graph in {build:.0f} s, {size / 2**20:,.0f} MiB")
+    print(
+        f"\npage database: {n:,} pages, {g.nnz:,} links, built by add_graph in {build:.0f} s, {size / 2**20:,.0f} MiB"
+    )
     out, rep = os.path.join(workdir, "seeds.txt"), os.path.join(workdir, "report.json")
     t, cpu = time.perf_counter(), time.process_time()
     code = seeds_cli.main([path, "-k", str(k), "-o", out, "--report", rep])
@@ -144,8 +159,10 @@ def io(g, hosts, k, workdir):
     if code != 0:
         sys.exit("page_db_seeds failed")
     r = json.load(open(rep))
-    print(f"page_db_seeds -k {k}: {wall:.1f} s wall, {cpu:.1f} s CPU (links read from LMDB in {r['seconds_load']:.1f} s, "
-          f"{r['links_ranked']:,} links ranked after pruning)")
+    print(
+        f"page_db_seeds -k {k}: {wall:.1f} s wall, {cpu:.1f} s CPU (links read from LMDB in {r['seconds_load']:.1f} s, "
+        f"{r['links_ranked']:,} links ranked after pruning)"
+    )
     with open(out) as f:
         print("".join(f.readlines()[:4]), end="")
 
@@ -164,9 +181,11 @@ def main(argv=None):
     g, hosts = web_graph(args.pages, args.links, args.hosts)
     rows = np.repeat(np.arange(g.shape[0]), np.diff(g.indptr))
     inside = np.mean(hosts[rows] == hosts[g.indices])
-    print(f"graph: {g.shape[0]:,} pages, {g.nnz:,} links, {hosts.max() + 1:,} hosts, "
-          f"{inside:.0%} of links inside their host, max in-degree {np.bincount(g.indices).max():,}, "
-          f"max out-degree {np.diff(g.indptr).max()}; generated in {time.perf_counter() - t:.0f} s")
+    print(
+        f"graph: {g.shape[0]:,} pages, {g.nnz:,} links, {hosts.max() + 1:,} hosts, "
+        f"{inside:.0%} of links inside their host, max in-degree {np.bincount(g.indices).max():,}, "
+        f"max out-degree {np.diff(g.indptr).max()}; generated in {time.perf_counter() - t:.0f} s"
+    )
     algorithm(g, hosts, args.k, args.iterations)
     if not args.no_db:
         work = args.workdir or tempfile.mkdtemp(prefix="seed_scale_")

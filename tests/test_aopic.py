@@ -52,7 +52,9 @@ def url(i):
     cap=st.sampled_from([0, 1, 3]),
     window=st.sampled_from([None, 0.5, 3.0]),
 )
-def test_cash_conserved_after_every_batch(tmp_path_factory, g, batch, policy, omega, damping, weights, budget, cap, window):
+def test_cash_conserved_after_every_batch(
+    tmp_path_factory, g, batch, policy, omega, damping, weights, budget, cap, window
+):
     from frontera_linkrank import LinkRankBackend
 
     n, adj = g

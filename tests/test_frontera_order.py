@@ -45,7 +45,9 @@ def test_fifo_equals_frontera_memory_fifo(graph, batch, tmp_path):
 @pytest.mark.parametrize("batch", BATCHES)
 @pytest.mark.parametrize("graph", [g for _, g in GRAPHS], ids=[n for n, _ in GRAPHS])
 def test_opic_crawls_every_page_exactly_once(graph, batch, tmp_path):
-    reachable = {u for reqs in run(graph, 100, tmp_path / "fifo", backend="frontera.contrib.backends.memory.FIFO") for u in reqs}
+    reachable = {
+        u for reqs in run(graph, 100, tmp_path / "fifo", backend="frontera.contrib.backends.memory.FIFO") for u in reqs
+    }
     urls = [u for reqs in run(graph, batch, tmp_path / "db", LINKRANK_POLICY="opic") for u in reqs]
     assert len(urls) == len(set(urls))
     assert set(urls) == reachable
@@ -54,7 +56,9 @@ def test_opic_crawls_every_page_exactly_once(graph, batch, tmp_path):
 @pytest.mark.parametrize("graph", [g for _, g in GRAPHS], ids=[n for n, _ in GRAPHS])
 def test_opic_with_overused_slots_crawls_every_page_once(graph, tmp_path):
     # DownloaderSimulator reports hosts with a backlog as overused keys.
-    reachable = {u for reqs in run(graph, 100, tmp_path / "fifo", backend="frontera.contrib.backends.memory.FIFO") for u in reqs}
+    reachable = {
+        u for reqs in run(graph, 100, tmp_path / "fifo", backend="frontera.contrib.backends.memory.FIFO") for u in reqs
+    }
     urls = [u for reqs in run(graph, 3, tmp_path / "db", simulator=DownloaderSimulator(rate=1)) for u in reqs]
     assert len(urls) == len(set(urls))
     assert set(urls) == reachable

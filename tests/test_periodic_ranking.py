@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import frontera_linkrank.scoring.ranker as ranker_module
-from frontera_linkrank.settings import SettingsError
 from frontera_linkrank.core.graph_import import add_graph
+from frontera_linkrank.settings import SettingsError
 from frontera_linkrank.storage.pagedb import PageDB
 from frontera_linkrank.storage.vertices import UNFETCHED
 from util import crawl, page_index, req

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from frontera_linkrank.core.graph_import import add_graph
 from frontera_linkrank.scoring.hits import hits
 from frontera_linkrank.scoring.links import MatrixLinks, database_links
 from frontera_linkrank.scoring.pagerank import pagerank
 from frontera_linkrank.scoring.ranker import RankConfig, rank_snapshot
 from frontera_linkrank.settings import LinkRankSettings
 from frontera_linkrank.simulation.datasets import data_path, load_hollins, load_uk2007
-from frontera_linkrank.core.graph_import import add_graph
 from frontera_linkrank.storage.pagedb import PageDB
 from reference import reference_hits, reference_pagerank
 

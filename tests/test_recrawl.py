@@ -4,8 +4,8 @@ revisits, and no score inflation on a static graph."""
 
 import numpy as np
 import pytest
-
 from frontera.core.models import Response
+
 from frontera_linkrank.simulation.datasets import data_path, load_hollins
 from frontera_linkrank.simulation.freshness import simulate_freshness
 from frontera_linkrank.simulation.metrics import reference_pagerank

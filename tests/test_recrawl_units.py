@@ -64,15 +64,21 @@ PAGE = """<html><head><title>News</title><script>var now = {ts};</script>
 
 
 def page(text="Markets rose.", **kw):
-    v = dict(ts="1732350000", ms="12", time="12:00:01", date="2024-11-23", sid="a1b2c3", token="f00dfeed1234567890abcdef")
+    v = dict(
+        ts="1732350000", ms="12", time="12:00:01", date="2024-11-23", sid="a1b2c3", token="f00dfeed1234567890abcdef"
+    )
     v.update(kw)
     return PAGE.format(text=text, **v).encode()
 
 
 def test_volatile_parts_are_not_a_change():
     base = content_hash(page())
-    assert content_hash(page(ts="1732359999", ms="40", time="13:45:09", date="2024-11-24",
-                             sid="zz9", token="0123456789abcdef0123")) == base
+    assert (
+        content_hash(
+            page(ts="1732359999", ms="40", time="13:45:09", date="2024-11-24", sid="zz9", token="0123456789abcdef0123")
+        )
+        == base
+    )
     assert content_hash(page(text="Markets fell.")) != base
     assert content_hash(page().replace(b"/story?id=5", b"/story?id=6")) != base  # a link changed
 
@@ -85,7 +91,9 @@ def test_non_html_is_hashed_as_is():
 
 @settings(max_examples=200, deadline=None)
 @given(
-    w=st.floats(1e-6, 1e3), lam=st.floats(1e-6, 10), mu_frac=st.floats(1e-6, 0.999),
+    w=st.floats(1e-6, 1e3),
+    lam=st.floats(1e-6, 10),
+    mu_frac=st.floats(1e-6, 0.999),
 )
 def test_due_interval_inverts_the_refresh_value(w, lam, mu_frac):
     mu = mu_frac * w / lam  # reachable: below the limit w/lam

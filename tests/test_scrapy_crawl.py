@@ -16,6 +16,8 @@ import time
 
 import numpy as np
 import pytest
+from scrapy import Selector
+
 from crawlweb import (
     BIN,
     TestWebServer,
@@ -26,8 +28,6 @@ from crawlweb import (
     scrapy_stats,
     start_crawl,
 )
-from scrapy import Selector
-
 from frontera_linkrank.simulation.datasets import load_graph
 from frontera_linkrank.storage.pagedb import PageDB
 from frontera_linkrank.storage.urls import fingerprint
@@ -96,13 +96,15 @@ def test_crawl_fetches_every_page_once_and_records_errors(tmp_path):
     assert stats["linkrank/queued"] == 0 and stats["linkrank/in_flight"] == 0
     assert stats["linkrank/links"] == sum(len(g.out(p)) for p in expect if not web.error[p])
     assert 0 < stats["linkrank/history_total"] and stats["linkrank/error_bound"] == pytest.approx(
-        1 / stats["linkrank/history_total"])
+        1 / stats["linkrank/history_total"]
+    )
     assert 0 <= stats["linkrank/omega_cash"] <= 1
-    assert "LinkRank (end): %d pages crawled" % len(want) in out.stdout  # the progress line
+    assert f"LinkRank (end): {len(want)} pages crawled" in out.stdout  # the progress line
     check = subprocess.run([os.path.join(BIN, "page_db_check"), db_path], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
-    top = subprocess.run([os.path.join(BIN, "frontera-linkrank"), "top", db_path, "-n", "5"],
-                         capture_output=True, text=True)
+    top = subprocess.run(
+        [os.path.join(BIN, "frontera-linkrank"), "top", db_path, "-n", "5"], capture_output=True, text=True
+    )
     assert top.returncode == 0 and g.urls[0] in top.stdout, top.stdout + top.stderr
 
 
@@ -197,8 +199,10 @@ def test_politeness_spreads_over_hosts(tmp_path):
             assert scrapy_stats(out.stdout)["finish_reason"] == "linkrank_page_budget"
             rates[name] = fetch_rate(srv)
     (single_rate, single_gap, single_hosts), (multi_rate, multi_gap, multi_hosts) = rates["single"], rates["multi"]
-    print(f"pages/s: one host {single_rate:.1f}, 8 hosts {multi_rate:.1f} ({multi_rate / single_rate:.1f}x); "
-          f"shortest same-host gap {single_gap:.3f} s / {multi_gap:.3f} s")
+    print(
+        f"pages/s: one host {single_rate:.1f}, 8 hosts {multi_rate:.1f} ({multi_rate / single_rate:.1f}x); "
+        f"shortest same-host gap {single_gap:.3f} s / {multi_gap:.3f} s"
+    )
     assert single_hosts == 1 and multi_hosts == 8
     # Politeness holds: Scrapy waits 0.5d..1.5d between two fetches of a host.
     assert min(single_gap, multi_gap) >= 0.4 * delay

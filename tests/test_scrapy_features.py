@@ -9,10 +9,9 @@ import re
 import socket
 
 import pytest
-from crawlweb import TestWebServer, multi_host_graph, run_crawl, scrapy_stats
-
 from scrapy.settings import Settings
 
+from crawlweb import TestWebServer, multi_host_graph, run_crawl, scrapy_stats
 from frontera_linkrank.scrapy.scheduler import frontera_settings, read_seeds_file
 from frontera_linkrank.settings import SettingsError
 from frontera_linkrank.simulation.datasets import load_graph
@@ -40,8 +39,14 @@ def probe_web(path):
     edges += [(f"{c}/side", f"{c}/from-side"), (f"{c}/lambda", f"{a}/")]
     with open(path, "w") as f:
         f.write("".join(f"{s}\t{d}\n" for s, d in edges))
-    return {"start": f"{a}/", "side": f"{c}/side", "from_side": f"{c}/from-side", "lambda": f"{c}/lambda",
-            "refused": refused, "private": f"{a}/private/x"}
+    return {
+        "start": f"{a}/",
+        "side": f"{c}/side",
+        "from_side": f"{c}/from-side",
+        "lambda": f"{c}/lambda",
+        "refused": refused,
+        "private": f"{a}/private/x",
+    }
 
 
 def error_message(db, i):
@@ -61,18 +66,29 @@ def test_probe_spider_features(tmp_path):
     g = load_graph(graph)
     special = [g.index[u[k]] for k in ("start", "side", "from_side", "lambda")]
     # a seed of the web where some pages answer 404, but not the special ones
-    seed = next(s for s in range(100) if not TestWeb(g, error_rate=0.3, seed=s).error[special].any()
-                and TestWeb(g, error_rate=0.3, seed=s).error.sum() >= 2)
+    seed = next(
+        s
+        for s in range(100)
+        if not TestWeb(g, error_rate=0.3, seed=s).error[special].any()
+        and TestWeb(g, error_rate=0.3, seed=s).error.sum() >= 2
+    )
     web = TestWeb(g, error_rate=0.3, seed=seed)
     not_found = {g.urls[v] for v in range(g.n) if web.error[v]} - {u["refused"], u["private"]}
     db_path = str(tmp_path / "db")
     items = str(tmp_path / "items.jsonl")
-    settings = {"LINKRANK_MAX_RETRIES": 1, "LINKRANK_RETRY_DELAY": 1, "RETRY_TIMES": 1, "FEEDS": json.dumps({items: {"format": "jsonlines"}})}
+    settings = {
+        "LINKRANK_MAX_RETRIES": 1,
+        "LINKRANK_RETRY_DELAY": 1,
+        "RETRY_TIMES": 1,
+        "FEEDS": json.dumps({items: {"format": "jsonlines"}}),
+    }
     args = {"spider": "probe", "cwd": PROBE, "settings": settings}
     spider_args = ["-a", f"start_url={u['start']}", "-a", f"side_url={u['side']}", "-a", f"lambda_url={u['lambda']}"]
     empty = tmp_path / "no_seeds.txt"
     empty.write_text("# seeds come from start()\n")
-    with TestWebServer(graph, str(tmp_path), extra=["--errors", "0.3", "--seed", str(seed), "--disallow", "/private"]) as srv:
+    with TestWebServer(
+        graph, str(tmp_path), extra=["--errors", "0.3", "--seed", str(seed), "--disallow", "/private"]
+    ) as srv:
         out = run_crawl(srv.proxy, db_path, str(empty), extra_args=spider_args, no_proxy="127.0.0.1", **args)
         assert out.returncode == 0, out.stdout[-4000:]
         fetches = srv.page_fetches()
@@ -158,8 +174,16 @@ def test_bad_settings_are_named(values, message):
 
 
 def test_scrapy_settings_reach_the_frontier():
-    fs, s = frontera_settings(Settings({"LINKRANK_POLICY": "FIFO", "LINKRANK_MAX_PAGES": "500",
-                                        "CONCURRENT_REQUESTS": 32, "CONCURRENT_REQUESTS_PER_DOMAIN": 3}))
+    fs, s = frontera_settings(
+        Settings(
+            {
+                "LINKRANK_POLICY": "FIFO",
+                "LINKRANK_MAX_PAGES": "500",
+                "CONCURRENT_REQUESTS": 32,
+                "CONCURRENT_REQUESTS_PER_DOMAIN": 3,
+            }
+        )
+    )
     assert (s.POLICY, s.MAX_PAGES) == ("fifo", 500)
     assert fs.BACKEND == "frontera_linkrank.LinkRankBackend"
     assert fs.MAX_NEXT_REQUESTS == 32  # LINKRANK_BATCH_SIZE 0: CONCURRENT_REQUESTS

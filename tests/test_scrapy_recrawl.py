@@ -7,8 +7,8 @@ import os
 import subprocess
 
 import numpy as np
-from crawlweb import BIN, TestWebServer, multi_host_graph, reachable, run_crawl, scrapy_stats
 
+from crawlweb import BIN, TestWebServer, multi_host_graph, reachable, run_crawl, scrapy_stats
 from frontera_linkrank.simulation.datasets import load_graph
 from frontera_linkrank.storage.pagedb import PageDB
 from frontera_linkrank.storage.urls import fingerprint

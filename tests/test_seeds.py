@@ -28,6 +28,7 @@ import pytest
 import scipy.sparse as sp
 
 from frontera_linkrank.cli import seeds as seeds_cli
+from frontera_linkrank.core.graph_import import add_graph
 from frontera_linkrank.scoring.hits import hits
 from frontera_linkrank.scoring.seeds import (
     SubgraphLinks,
@@ -39,7 +40,6 @@ from frontera_linkrank.scoring.seeds import (
     prune_same_host,
 )
 from frontera_linkrank.scrapy.scheduler import read_seeds_file  # what LINKRANK_SEEDS_FILE reads
-from frontera_linkrank.core.graph_import import add_graph
 from frontera_linkrank.storage.pagedb import PageDB
 
 SHAPES = [(12, 9), (9, 7), (3, 6), (6, 4), (4, 3)]
@@ -272,10 +272,18 @@ def test_extract_core_agrees_with_a_naive_scan(trial):
     hubs = rng.integers(0, 4, n) / 4
     auths = rng.integers(0, 4, n) / 4
     alive = rng.random(n) > 0.2
-    kw = [dict(density=[100, 80, 50][trial % 3]), dict(size=int(rng.integers(2, 15)), m=int(rng.integers(1, 4)))][trial % 2]
+    kw = [dict(density=[100, 80, 50][trial % 3]), dict(size=int(rng.integers(2, 15)), m=int(rng.integers(1, 4)))][
+        trial % 2
+    ]
     got = extract_core(
-        g, g.tocsc(), hubs, auths, alive,
-        cover_density=kw.get("density", 100), core_size=kw.get("size"), new_members=kw.get("m", 1),
+        g,
+        g.tocsc(),
+        hubs,
+        auths,
+        alive,
+        cover_density=kw.get("density", 100),
+        core_size=kw.get("size"),
+        new_members=kw.get("m", 1),
     )
     want = reference_core(g, hubs, auths, alive, **kw)
     if not (np.where(alive, auths, 0) > 0).any():

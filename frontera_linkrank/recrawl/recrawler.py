@@ -25,7 +25,8 @@ pages if that is more.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -90,7 +91,9 @@ class Recrawler:
         self.ranks = ranks
         self.lifecycle = lifecycle
         self.table = db.vertices
-        self.refresher = Refresher(s.RECRAWL_POLICY, s.RECRAWL_PRIOR_RATE, s.RECRAWL_PRIOR_VISITS, s.RECRAWL_MIN_INTERVAL)
+        self.refresher = Refresher(
+            s.RECRAWL_POLICY, s.RECRAWL_PRIOR_RATE, s.RECRAWL_PRIOR_VISITS, s.RECRAWL_MIN_INTERVAL
+        )
         self.share = s.RECRAWL_SHARE
         self.calibrate_pages = s.RECRAWL_CALIBRATE_PAGES
         self.importance_kind = s.RECRAWL_IMPORTANCE

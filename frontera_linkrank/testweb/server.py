@@ -10,12 +10,18 @@ can count fetches, and the server stops by itself after ``max_requests``
 requests or ``timeout`` seconds when asked to.
 """
 
+from __future__ import annotations
+
 import email.utils
 import logging
 import time
+from collections.abc import Callable
+from typing import IO
 
 from twisted.internet import reactor
 from twisted.web import resource, server
+
+from .web import TestWeb
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +29,14 @@ logger = logging.getLogger(__name__)
 class WebResource(resource.Resource):
     isLeaf = True
 
-    def __init__(self, web, log=None, clock=time.time, max_requests=0, on_limit=None):
+    def __init__(
+        self,
+        web: TestWeb,
+        log: IO[str] | None = None,
+        clock: Callable[[], float] = time.time,
+        max_requests: int = 0,
+        on_limit: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__()
         self.web = web
         self.log = log
@@ -39,7 +52,7 @@ class WebResource(resource.Resource):
         host = (request.getHeader("host") or "localhost").lower()
         return f"http://{host}{uri}"
 
-    def render(self, request):
+    def render(self, request: server.Request) -> bytes | int:
         method = request.method.decode("latin-1")
         if method == "CONNECT":
             request.setResponseCode(405)
@@ -76,7 +89,14 @@ class WebResource(resource.Resource):
         return body
 
 
-def serve(web, port=0, log_path=None, max_requests=0, timeout=0, ready=None):
+def serve(
+    web: TestWeb,
+    port: int = 0,
+    log_path: str | None = None,
+    max_requests: int = 0,
+    timeout: float = 0,
+    ready: Callable[[int], None] | None = None,
+) -> int:
     """Run the test web until stopped (or the limits are reached).
 
     ``ready(port)`` is called once it listens. Binds 127.0.0.1 only.

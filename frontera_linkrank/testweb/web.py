@@ -26,16 +26,25 @@ Every host serves ``/robots.txt`` (allowing everything but
 404
 """
 
+from __future__ import annotations
+
 import bisect
 import hashlib
 import html
 import math
 import re
+from collections.abc import Iterable
 from email.utils import formatdate
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..storage.urls import fingerprint
+
+if TYPE_CHECKING:
+    from ..simulation.graphs import Graph
+
+Answer = tuple[int, dict[str, str], bytes]  # status, headers, body
 
 WORDS = (
     "library campus student faculty admissions research science music art history news "
@@ -77,16 +86,16 @@ class TestWeb:
 
     def __init__(
         self,
-        graph,
-        error_rate=0.0,
-        redirect_rate=0.0,
-        slow_rate=0.0,
-        slow_delay=1.0,
-        disallow=(),
-        seed=0,
-        change_rates=None,
-        start_time=0.0,
-    ):
+        graph: Graph,
+        error_rate: float = 0.0,
+        redirect_rate: float = 0.0,
+        slow_rate: float = 0.0,
+        slow_delay: float = 1.0,
+        disallow: Iterable[str] = (),
+        seed: int = 0,
+        change_rates: np.ndarray | None = None,
+        start_time: float = 0.0,
+    ) -> None:
         self.graph = graph
         self.seed = seed
         self.slow_delay = float(slow_delay)
@@ -107,10 +116,10 @@ class TestWeb:
 
     # -- which page a URL is ----------------------------------------------------------
     @staticmethod
-    def alias_url(url):
+    def alias_url(url: str) -> str:
         return url + ("&" if "?" in url else "?") + "moved=1"
 
-    def page_of(self, url):
+    def page_of(self, url: str) -> int | None:
         """Node of ``url`` (by canonical fingerprint), or None."""
         v = self._alias.get(url)
         if v is not None:
@@ -137,7 +146,7 @@ class TestWeb:
         self._change_times[v] = (times, rng, last)
         return times
 
-    def version(self, v, now):
+    def version(self, v: int, now: float) -> tuple[int, float]:
         """``(changes so far, time of the last change)`` of page ``v`` at ``now``."""
         if self.change_rates is None:
             return 0, self.start_time
@@ -145,7 +154,7 @@ class TestWeb:
         k = bisect.bisect_right(times, now)
         return k, (times[k - 1] if k else self.start_time)
 
-    def next_change(self, v, now):
+    def next_change(self, v: int, now: float) -> float:
         """Time of page ``v``'s first change after ``now`` (inf: never)."""
         if self.change_rates is None or not self.change_rates[v] > 0:
             return math.inf
@@ -153,13 +162,13 @@ class TestWeb:
         return times[bisect.bisect_right(times, now)]
 
     # -- rendering ---------------------------------------------------------------------
-    def words(self, url):
+    def words(self, url: str) -> list[str]:
         path = url.split("://", 1)[-1].lower()
         found = [w for w in _TOKEN.findall(path) if w not in ("www", "http", "html", "htm", "edu", "com")]
         rng = np.random.default_rng(int.from_bytes(hashlib.blake2b(url.encode(), digest_size=4).digest(), "little"))
         return found + [WORDS[i] for i in rng.integers(0, len(WORDS), 12)]
 
-    def render(self, v, version=0):
+    def render(self, v: int, version: int = 0) -> bytes:
         g = self.graph
         url = g.urls[v]
         words = self.words(url)
@@ -176,11 +185,13 @@ class TestWeb:
         )
         return body.encode("utf-8")
 
-    def robots(self):
+    def robots(self) -> bytes:
         lines = ["User-agent: *"] + [f"Disallow: {p}" for p in self.disallow] + ["Allow: /", ""]
         return "\n".join(lines).encode()
 
-    def answer(self, url, now=0.0, if_none_match=None, if_modified_since=None):
+    def answer(
+        self, url: str, now: float = 0.0, if_none_match: str | None = None, if_modified_since: float | None = None
+    ) -> Answer:
         """``(status, headers, body)`` for a GET of ``url`` at time ``now``."""
         path = url.split("://", 1)[-1].partition("/")[2]
         if path == "robots.txt":
