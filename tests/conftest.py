@@ -82,3 +82,13 @@ class FakeClock:
 @pytest.fixture
 def clock():
     return FakeClock()
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    """A real redis-server on a unix socket in tmp_path (AOF on), stopped by PID at teardown."""
+    from brokers import RedisServer
+
+    server = RedisServer(tmp_path / "redis")
+    yield server
+    server.stop()

@@ -52,6 +52,7 @@ LAYERS = {
     "core": 5,
     "backend": 6,
     "scrapy": 6,
+    "service": 6,  # the frontier as a service over a broker (the Scrapy scheduler's remote mode uses it)
     "cli": 7,
     "simulation": 7,
     "testweb": 7,

@@ -67,5 +67,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("serve-web", "serve_web", "serve a link graph over HTTP as a local test web"),
     Command("top", "top", "the most important pages of a page database"),
     Command("simulate", "simulate", "compare crawl policies on a link graph"),
+    Command("serve-frontier", "serve_frontier", "one frontier for many spiders, through a Redis broker"),
+    Command("frontier-status", "frontier_status", "state of a shared frontier and its spiders"),
 )
 BY_NAME = {c.name: c for c in COMMANDS}

@@ -25,7 +25,7 @@ from ..scheduling.policies import Policy
 from ..storage.pagedb import PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
 from ..storage.vertices import CRAWLED, F_NORM_HASH, F_REDIRECT, F_REFRESH, F_SEED, F_VALIDATORS
-from .codec import SCORE_KEY, OutgoingRequest
+from .codec import CONTENT_HASH_KEY, SCORE_KEY, OutgoingRequest
 from .counters import Counters
 from .pages import PageRegistry
 
@@ -124,7 +124,7 @@ class BatchApplier:
             self.counters.add("invalid_scores")
             score = math.nan
         status = response.status_code
-        content_hash = 0
+        content_hash = (meta.get(CONTENT_HASH_KEY) or 0) if 200 <= status < 300 else 0
         body = response.body
         if body and 200 <= status < 300:
             if isinstance(body, str):

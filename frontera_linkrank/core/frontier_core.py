@@ -65,6 +65,16 @@ class FrontierCore:
     request_factory : callable(url=..., method=..., headers=..., cookies=..., meta=..., body=...)
         Builds the requests handed out (the Frontera adapter passes
         Frontera's ``Request``).
+    keep_leases : bool
+        Keep the leases of a previous process at open (a frontier service:
+        its clients outlive it) instead of offering those pages again.
+
+    Attributes
+    ----------
+    on_leased : callable(list of page indices) or None
+        Called with the pages :meth:`next_requests` leases, before the
+        transaction that leases them commits (whatever it records in the
+        database's side tables commits with them).
 
     Examples
     --------
@@ -77,8 +87,10 @@ class FrontierCore:
     """
 
     def __init__(self, settings: LinkRankSettings, clock: Callable[[], float] = time.time,
-                 request_factory: RequestFactory = OutgoingRequest) -> None:
+                 request_factory: RequestFactory = OutgoingRequest, keep_leases: bool = False) -> None:
         self.settings = s = settings
+        self.keep_leases = keep_leases
+        self.on_leased: Callable[[list[int]], None] | None = None
         self.clock = clock
         self.request_factory = request_factory
         self.policy = POLICIES[s.POLICY]
@@ -103,7 +115,7 @@ class FrontierCore:
         self.lifecycle = PageLifecycle(v, self.aopic, self.frontier, db.touch)
         # Leases of a previous process: that process is gone (we hold the
         # writer lock), so its requests are offered again.
-        recovered = self.lifecycle.recover_leases()
+        recovered = 0 if self.keep_leases else self.lifecycle.recover_leases()
         if recovered:
             self.counters.add("leases_recovered", recovered)
             logger.info("%d requests leased by a previous run are offered again", recovered)
@@ -243,10 +255,12 @@ class FrontierCore:
             self.frontier.offer([i])
 
     # -- handing out ----------------------------------------------------------------------------
-    def next_requests(self, max_n: int, key_type: str = "domain", overused_keys: Iterable[str] = ()) -> list:
+    def next_requests(self, max_n: int, key_type: str = "domain", overused_keys: Iterable[str] = (),
+                      skip_host: Callable[[int], bool] | None = None) -> list:
         """Lease and return up to ``max_n`` requests, best first, none for
         a host in ``overused_keys`` (host names, or IPs with
-        ``key_type="ip"``). ``max_n`` 0 applies and commits the batch."""
+        ``key_type="ip"``) nor for a host id ``h`` with ``skip_host(h)``.
+        ``max_n`` 0 applies and commits the batch."""
         self.batch.apply()
         now = self.clock()
         self.ranking.step(now, self._commit, self._ranking_installed)
@@ -257,6 +271,8 @@ class FrontierCore:
             self._commit()
             return []
         skip = self.host_keys.skip_function(key_type, overused_keys or ())
+        if skip_host is not None:
+            skip = skip_host if skip is None else (lambda h, a=skip, b=skip_host: a(h) or b(h))
         cap = self.settings.MAX_REQUESTS_PER_HOST
         counts: dict[int, int] = {}  # host -> requests in this batch, refreshes and new pages alike
         rc = self.recrawler
@@ -273,7 +289,14 @@ class FrontierCore:
             self.counters.add("requests_out", len(pages))
             if refresh:
                 self.counters.add("refreshes_out", len(refresh))
+            if self.on_leased is not None:
+                self.on_leased(pages)
         self._commit()
+        return self._requests(pages)
+
+    def requests(self, pages: list[int]) -> list:
+        """Requests for ``pages`` as :meth:`next_requests` hands them out
+        (a frontier service republishing the leases a broker lost)."""
         return self._requests(pages)
 
     def _requests(self, pages: list[int]) -> list:

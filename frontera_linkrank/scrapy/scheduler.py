@@ -186,6 +186,10 @@ class LinkRankScheduler(BaseScheduler):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LinkRankScheduler:
+        if cls is LinkRankScheduler and crawler.settings.get("LINKRANK_FRONTIER_URL"):
+            from .remote import RemoteScheduler  # a shared frontier (serve-frontier) instead of a database
+
+            cls = RemoteScheduler
         scheduler = cls(crawler)
         crawler.signals.connect(scheduler._spider_idle, signal=signals.spider_idle)
         return scheduler

@@ -160,6 +160,12 @@ class LinkRankSettings:
     RECRAWL_HISTORY: int
     RECRAWL_CONDITIONAL: bool
     RECRAWL_CALIBRATE_PAGES: int
+    FRONTIER_URL: str | None
+    CRAWL: str
+    SPIDER_ID: str | None
+    PREFETCH: int
+    HEARTBEAT_INTERVAL: float
+    CLOSE_WHEN_FINISHED: bool
 
     def __init__(self, source: Any = None, **overrides: Any) -> None:
         if isinstance(source, LinkRankSettings):

@@ -227,6 +227,40 @@ class OptionalPath(Kind):
         return "file path or `None`"
 
 
+class BrokerURL(Kind):
+    """A broker URL (``redis://``, ``rediss://`` or ``unix://``), or ``None``/``""`` for none."""
+
+    SCHEMES = ("redis://", "rediss://", "unix://")
+
+    def check(self, value: Any) -> str | None:
+        if value is None or value == "":
+            return None
+        if isinstance(value, str) and value.startswith(self.SCHEMES) and len(value) > len("unix://"):
+            return value
+        raise SettingsError("must be a redis://HOST:PORT/DB, rediss:// or unix:// URL")
+
+    def allowed(self) -> str:
+        return "`redis://`, `rediss://` or `unix://` URL, or `None`"
+
+
+class Name(Kind):
+    """A short name of letters, digits and ``._-`` (or None when ``optional``)."""
+
+    def __init__(self, optional: bool = False) -> None:
+        self.optional = optional
+
+    def check(self, value: Any) -> str | None:
+        if self.optional and (value is None or value == ""):
+            return None
+        v = str(value).strip() if isinstance(value, str) else ""
+        if v and len(v) <= 100 and all(c.isalnum() or c in "._-" for c in v):
+            return v
+        raise SettingsError("must be a name of letters, digits, '.', '_' or '-' (at most 100)")
+
+    def allowed(self) -> str:
+        return "name (letters, digits, `._-`)" + (" or `None`" if self.optional else "")
+
+
 class HostList(Kind):
     """Host names: a list, or one string separated by commas or spaces.
     Normalised to a sorted list of distinct lower-case names without a

@@ -20,7 +20,20 @@ from ..scheduling.policies import POLICIES as POLICY_REGISTRY
 from ..scoring.aopic import HISTORY_TIMES, OMEGA_POLICIES
 from ..scoring.ranker import ALGORITHMS as RANK_ALGORITHMS
 from ..scoring.ranker import EDGE_MODES
-from .kinds import AlgorithmList, Bool, Choice, Float, HostList, Int, OptionalPath, Path, Setting, Window
+from .kinds import (
+    AlgorithmList,
+    Bool,
+    BrokerURL,
+    Choice,
+    Float,
+    HostList,
+    Int,
+    Name,
+    OptionalPath,
+    Path,
+    Setting,
+    Window,
+)
 
 # Importance estimates the recrawler can weigh refreshes by (recrawl.recrawler).
 RECRAWL_IMPORTANCES = ("aopic", "pagerank")
@@ -215,7 +228,30 @@ RECRAWL = Section("Recrawl (refreshing crawled pages)", (
       "Or 10% of the crawled pages if that is more (each is a vectorised pass over all crawled pages)."),
 ))  # fmt: skip
 
-SECTIONS: tuple[Section, ...] = (STORAGE, URLS, AOPIC, SCHEDULING, SCRAPY, RANKING, RECRAWL)
+DISTRIBUTED = Section("Several spiders, one frontier (serve-frontier)", (
+    S("LINKRANK_FRONTIER_URL", BrokerURL(), None,
+      "Broker of a shared frontier (`redis://HOST:PORT/DB`): the spider fetches for `serve-frontier`.",
+      "Set, the scheduler keeps no page database of its own (no `LINKRANK_PATH`): seeds, fetched pages and "
+      "their links go to the frontier through the broker, requests come from it. Crawl-policy settings "
+      "belong to `serve-frontier --set`."),
+    S("LINKRANK_CRAWL", Name(), "default", "Name of the crawl on the broker (`serve-frontier --crawl`).",
+      "Several crawls can share one Redis database under different names."),
+    S("LINKRANK_SPIDER_ID", Name(optional=True), None,
+      "This spider's id on the broker (None: `<machine>-<pid>`).",
+      "A spider restarted with the same id takes back at once the requests it held when it stopped; with a new "
+      "id they go to other spiders after the heartbeat timeout."),
+    S("LINKRANK_PREFETCH", Int(lo=0), 0,
+      "Requests a spider holds at most, received and not yet reported (0: twice `CONCURRENT_REQUESTS`)."),
+    S("LINKRANK_HEARTBEAT_INTERVAL", Float(lo=0, open_lo=True), 2.0,
+      "Seconds between a spider's heartbeats (and checks of its share of the hosts).",
+      "The frontier gives a spider's hosts to others when it has missed its heartbeats for "
+      "`serve-frontier --heartbeat-timeout` seconds."),
+    S("LINKRANK_CLOSE_WHEN_FINISHED", Bool(), True,
+      "Close the spider (reason `finished`) when the frontier says the crawl is finished.",
+      "False keeps spiders waiting for more work (a continuous crawl fed with new seeds)."),
+))  # fmt: skip
+
+SECTIONS: tuple[Section, ...] = (STORAGE, URLS, AOPIC, SCHEDULING, SCRAPY, RANKING, RECRAWL, DISTRIBUTED)
 """The settings by topic, in the order the docs list them."""
 
 TABLE: dict[str, Setting] = {s.name: s for section in SECTIONS for s in section.settings}

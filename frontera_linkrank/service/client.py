@@ -1,0 +1,257 @@
+"""A spider's side of a frontier service: :class:`RemoteFrontier`.
+
+All broker I/O runs in one background thread, so the crawler's own thread
+(Scrapy's reactor) never blocks on the network. The thread
+
+- sends a heartbeat every ``interval`` seconds (it expires after three),
+  reads the assignment and takes over the pending requests of partitions
+  it gains (a dead spider's);
+- reads requests from the partitions this spider owns while it holds fewer
+  than ``prefetch`` (back-pressure); after a start, or on gaining a
+  partition, it first re-reads what it held and had not reported;
+- sends seeds, and reports in batches (each batch and the
+  acknowledgements of the requests it reports on in one atomic write).
+
+The crawler's thread only calls :meth:`take`, :meth:`done`,
+:meth:`add_seeds`, :meth:`finished` and :meth:`stats`.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from . import codec
+from .transport import Transport, offset_key
+
+logger = logging.getLogger(__name__)
+
+REPORT_BATCH = 200  # report items per log entry
+REPORT_INTERVAL = 0.1  # seconds a report may wait for others to share its write
+SEED_BATCH = 1000
+
+
+class RemoteFrontier:
+    """The frontier seen from a spider (see the module docstring).
+
+    Parameters
+    ----------
+    transport_factory : callable() -> Transport
+        Makes the connection (in the I/O thread).
+    spider : str
+        Spider id; a restart under the same id takes back what it held.
+    prefetch : int
+        Requests held at most (received, not reported).
+    interval : float
+        Heartbeat interval in seconds.
+    info : dict
+        What the frontier may read of this spider (``prefetch`` is added).
+    """
+
+    def __init__(self, transport_factory: Callable[[], Transport], spider: str, prefetch: int = 32,
+                 interval: float = 2.0, info: dict[str, Any] | None = None) -> None:
+        self.factory = transport_factory
+        self.spider = spider
+        self.prefetch = prefetch
+        self.interval = interval
+        self.info = {**(info or {}), "prefetch": prefetch, "interval": interval}
+        self._lock = threading.Lock()
+        self._inbox: collections.deque = collections.deque()  # (partition, entry id, FeedEntry)
+        self._held: set[tuple[int, str]] = set()  # read and not reported
+        self._reports: list[tuple[tuple[int, str], dict]] = []
+        self._seeds: list[list] = []
+        self._last_sent: str | None = None  # offset of this spider's last log entry
+        self._state: dict[str, Any] = {}
+        self._owned: dict[int, str] = {}  # partition -> read cursor
+        self._version = -1
+        self._moving: set[int] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.counters: collections.Counter = collections.Counter()
+        self.error: str | None = None  # last broker error, for the log
+
+    # -- the crawler's side -------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the I/O thread."""
+        self._thread = threading.Thread(target=self._run, name=f"linkrank-remote-{self.spider}", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Flush what is queued (up to ``timeout`` seconds) and stop the thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def take(self, n: int) -> list[tuple[int, str, codec.FeedEntry]]:
+        """Up to ``n`` received requests: ``(partition, entry id, entry)``."""
+        out = []
+        with self._lock:
+            while self._inbox and len(out) < n:
+                out.append(self._inbox.popleft())
+        return out
+
+    def done(self, partition: int, entry_id: str, item: dict) -> None:
+        """Report ``item`` (a report item of :mod:`.codec`) for the feed entry ``(partition, entry_id)``."""
+        with self._lock:
+            self._reports.append(((partition, entry_id), item))
+
+    def add_seeds(self, links: list[list]) -> None:
+        """Send seeds (wire links) to the frontier."""
+        with self._lock:
+            self._seeds.extend(links)
+
+    @property
+    def recrawl(self) -> bool:
+        """The frontier refreshes pages (content hashes are then normalised)."""
+        return bool(self._state.get("recrawl"))
+
+    @property
+    def n_waiting(self) -> int:
+        """Requests received and not yet taken."""
+        return len(self._inbox)
+
+    def finished(self) -> bool:
+        """The frontier says the crawl is finished and has applied all this spider sent."""
+        with self._lock:
+            if self._inbox or self._held or self._reports or self._seeds:
+                return False
+            st = self._state
+            return st.get("state") == "finished" and offset_key(self._last_sent) <= offset_key(st.get("applied"))
+
+    def stats(self) -> dict[str, Any]:
+        """The frontier's stats (as last published) and this client's counters."""
+        with self._lock:
+            out = dict(self._state.get("stats") or {})
+            out["frontier_state"] = self._state.get("state", "unknown")
+            out["held"] = len(self._held)
+            out["partitions"] = len(self._owned)
+        out.update(self.counters)
+        return out
+
+    # -- the I/O thread -------------------------------------------------------------------------
+    def _run(self) -> None:
+        t = None
+        next_hb = 0.0
+        last_flush = time.monotonic()
+        while True:
+            stopping = self._stop.is_set()
+            try:
+                if t is None:
+                    t = self.factory()
+                now = time.monotonic()
+                if now >= next_hb and not stopping:
+                    self._heartbeat(t)
+                    next_hb = now + self.interval
+                if stopping or len(self._reports) >= REPORT_BATCH or self._seeds or now - last_flush >= REPORT_INTERVAL:
+                    self._flush(t)
+                    last_flush = now
+                if stopping:
+                    break
+                self._read(t)
+                self.error = None
+            except Exception as e:  # the broker is away: keep what is queued, try again
+                if self.error is None:
+                    logger.warning("frontier broker: %s: %s (retrying)", type(e).__name__, e)
+                self.error = str(e)
+                self.counters["broker_errors"] += 1
+                if stopping:
+                    break
+                time.sleep(0.5)
+        if t is not None:
+            t.close()
+
+    def _heartbeat(self, t: Transport) -> None:
+        t.heartbeat(self.spider, self.info, ttl=3 * self.interval)
+        state = t.get("state") or {}
+        assignment = t.get("assignment") or {}
+        with self._lock:
+            self._state = state
+        if assignment.get("version", -1) == self._version:
+            return
+        self._version = assignment.get("version", -1)
+        mine = {p for p, o in enumerate(assignment.get("owners") or ()) if o == self.spider}
+        moving = {int(p) for p in (assignment.get("moving") or {})}
+        for p in list(self._owned):
+            if p not in mine:
+                del self._owned[p]
+        for p in sorted(mine):
+            if p not in self._owned:
+                claimed = t.take_over(self.spider, p)
+                if claimed:
+                    self.counters["taken_over"] += claimed
+                self._owned[p] = "0"  # our pending entries first (ours, and those just taken over)
+        # A partition on its way to another spider: finish what we hold of it, read no more.
+        self._moving = moving
+
+    def _flush(self, t: Transport) -> None:
+        with self._lock:
+            seeds, self._seeds = self._seeds, []
+        for k in range(0, len(seeds), SEED_BATCH):
+            try:
+                self._last_sent = t.send(codec.seeds(seeds[k : k + SEED_BATCH]))
+            except Exception:
+                with self._lock:
+                    self._seeds[:0] = seeds[k:]
+                raise
+        while True:
+            with self._lock:
+                batch = self._reports[:REPORT_BATCH]
+            if not batch:
+                return
+            acks = [key for key, _ in batch]
+            items = [item for _, item in batch if item is not None]
+            offset = t.report(self.spider, codec.report(self.spider, items), acks)
+            with self._lock:
+                del self._reports[: len(batch)]
+                self._last_sent = offset
+                self._held.difference_update(acks)
+            self.counters["reports_sent"] += len(batch)
+
+    def _read(self, t: Transport) -> None:
+        room = self.prefetch - len(self._held)
+        moving = self._moving
+        owned = {p: c for p, c in self._owned.items() if p not in moving or c != ">"}
+        if room <= 0 or not owned:
+            time.sleep(0.05)
+            return
+        history = {p: c for p, c in owned.items() if c != ">"}
+        if history:
+            got = t.read_feed(self.spider, history, room, 0)
+            for p in history:
+                last = [i for q, i, _ in got if q == p]
+                self._owned[p] = last[-1] if last else ">"
+        else:
+            got = t.read_feed(self.spider, owned, room, 100)
+        self._receive(got)
+
+    def _receive(self, got: list) -> None:
+        entries = []
+        for p, entry_id, raw in got:
+            key = (p, entry_id)
+            if key in self._held:
+                continue
+            if raw is None:
+                # Trimmed away: its lease is closed. Acknowledge it with an empty report.
+                with self._lock:
+                    self._held.add(key)
+                    self._reports.append((key, None))
+                continue
+            try:
+                entry = codec.read_feed_entry(raw)
+            except codec.CodecError as e:
+                logger.warning("feed entry %s of partition %d ignored: %s", entry_id, p, e)
+                self.counters["bad_messages"] += 1
+                with self._lock:
+                    self._held.add(key)
+                    self._reports.append((key, None))
+                continue
+            entries.append((p, entry_id, entry))
+        with self._lock:
+            for p, entry_id, entry in entries:
+                self._held.add((p, entry_id))
+                self._inbox.append((p, entry_id, entry))
+        self.counters["received"] += len(entries)
