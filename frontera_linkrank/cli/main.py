@@ -20,7 +20,8 @@ def usage() -> str:
     lines = [
         f"usage: {PROG} COMMAND [ARGS...]",
         "",
-        "Crawl frontier tools: inspect and maintain page databases, serve a test web, simulate crawl policies.",
+        "Crawl frontier tools: inspect and maintain page databases, serve a test web, simulate crawl policies, "
+        "serve one frontier to many spiders.",
         "",
         "commands:",
     ]

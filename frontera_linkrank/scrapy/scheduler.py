@@ -56,6 +56,7 @@ from scrapy import signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.utils.misc import load_object
 from twisted.internet import task
 
 from ..settings import LinkRankSettings, SettingsError
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 BACKEND = "frontera_linkrank.LinkRankBackend"
+REMOTE_SCHEDULER = "frontera_linkrank.scrapy.remote.RemoteScheduler"  # with LINKRANK_FRONTIER_URL
 FRONTERA_MIDDLEWARES = ["frontera_linkrank.backend.middleware.FingerprintMiddleware"]
 SEED_CHUNK = 10_000  # seeds per add_seeds call
 EMPTY_RETRY = 1.0  # seconds before asking an empty frontier again without news
@@ -187,9 +189,9 @@ class LinkRankScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LinkRankScheduler:
         if cls is LinkRankScheduler and crawler.settings.get("LINKRANK_FRONTIER_URL"):
-            from .remote import RemoteScheduler  # a shared frontier (serve-frontier) instead of a database
-
-            cls = RemoteScheduler
+            # A shared frontier (serve-frontier) instead of a page database: the
+            # subclass of scrapy/remote.py, loaded by name as Scrapy loads SCHEDULER.
+            cls = load_object(REMOTE_SCHEDULER)
         scheduler = cls(crawler)
         crawler.signals.connect(scheduler._spider_idle, signal=signals.spider_idle)
         return scheduler

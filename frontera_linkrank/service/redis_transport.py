@@ -136,20 +136,21 @@ class RedisTransport(Transport):
         return out
 
     def take_over(self, spider: str, partition: int) -> int:
-        key, start, n = self.feed_key(partition), "0-0", 0
+        key, n, start = self.feed_key(partition), 0, "-"
+        me = spider.encode()
         while True:
             try:
-                # The raw command: redis-py's parser drops the next start id of a JUSTID reply.
-                res = self.r.execute_command("XAUTOCLAIM", key, FEED_GROUP, spider, 0, start, "COUNT", 1000,
-                                             "JUSTID")
+                pending = self.r.xpending_range(key, FEED_GROUP, min=start, max="+", count=1000)
             except ResponseError as e:
                 if "NOGROUP" in str(e):
                     return n
                 raise
-            start, ids = res[0], res[1]
-            n += len(ids)
-            if start in (b"0-0", "0-0"):
+            ids = [x["message_id"] for x in pending if x["consumer"] != me]
+            if ids:
+                n += len(self.r.xclaim(key, FEED_GROUP, spider, min_idle_time=0, message_ids=ids, justid=True))
+            if len(pending) < 1000:
                 return n
+            start = "(" + pending[-1]["message_id"].decode()
 
     # -- the log ------------------------------------------------------------------------
     def report(self, spider: str, payload: bytes, acks: list[tuple[int, str]]) -> str:

@@ -244,8 +244,8 @@ DISTRIBUTED = Section("Several spiders, one frontier (serve-frontier)", (
       "Requests a spider holds at most, received and not yet reported (0: twice `CONCURRENT_REQUESTS`)."),
     S("LINKRANK_HEARTBEAT_INTERVAL", Float(lo=0, open_lo=True), 2.0,
       "Seconds between a spider's heartbeats (and checks of its share of the hosts).",
-      "The frontier gives a spider's hosts to others when it has missed its heartbeats for "
-      "`serve-frontier --heartbeat-timeout` seconds."),
+      "A spider silent for three intervals is taken for dead: the frontier gives its hosts, and the requests it "
+      "held, to the other spiders."),
     S("LINKRANK_CLOSE_WHEN_FINISHED", Bool(), True,
       "Close the spider (reason `finished`) when the frontier says the crawl is finished.",
       "False keeps spiders waiting for more work (a continuous crawl fed with new seeds)."),

@@ -1,0 +1,105 @@
+"""Contract tests of the Redis Streams transport against a real redis-server
+(tests/brokers.py: a unix socket in tmp_path, AOF on)."""
+
+import time
+
+from frontera_linkrank.service.redis_transport import RedisTransport
+
+
+def transport(server, crawl="t"):
+    t = RedisTransport(server.url, crawl)
+    t.setup(4)
+    return t
+
+
+def test_publish_is_idempotent_by_sequence(redis_server):
+    t = transport(redis_server)
+    assert t.publish([(0, 1, b"a"), (0, 2, b"b"), (1, 3, b"c")]) == 3
+    assert t.publish([(0, 2, b"b"), (0, 1, b"a"), (1, 3, b"c")]) == 0  # republished: nothing added
+    assert t.publish([(0, 2, b"b"), (0, 4, b"d")]) == 1
+    assert [t.published_top(p) for p in range(4)] == [4, 3, 0, 0]
+    got = t.read_feed("s1", {0: ">", 1: ">"}, 10, 0)
+    assert sorted((p, raw) for p, _, raw in got) == [(0, b"a"), (0, b"b"), (0, b"d"), (1, b"c")]
+
+
+def test_report_and_ack_together_and_a_restarted_spider_rereads_what_it_held(redis_server):
+    t = transport(redis_server)
+    t.publish([(2, k, f"r{k}".encode()) for k in range(1, 7)])
+    got = t.read_feed("s1", {2: ">"}, 4, 0)
+    assert [raw for _, _, raw in got] == [b"r1", b"r2", b"r3", b"r4"]
+    offset = t.report("s1", b"report", [(2, got[0][1]), (2, got[1][1])])
+    assert t.read_log(10, 0) == [(offset, b"report")]
+    # "Restarted" (a new connection, same id): its pending entries first, cursor "0".
+    t2 = RedisTransport(redis_server.url, "t")
+    again = t2.read_feed("s1", {2: "0"}, 10, 0)
+    assert [raw for _, _, raw in again] == [b"r3", b"r4"]
+    assert [raw for _, _, raw in t2.read_feed("s1", {2: ">"}, 10, 0)] == [b"r5", b"r6"]
+
+
+def test_take_over_a_dead_spiders_pending_entries(redis_server):
+    t = transport(redis_server)
+    t.publish([(1, k, b"x") for k in range(1, 4)])
+    held = t.read_feed("dead", {1: ">"}, 10, 0)
+    assert len(held) == 3
+    t.report("dead", b"r", [(1, held[0][1])])
+    assert t.take_over("heir", 1) == 2
+    assert [i for _, i, _ in t.read_feed("heir", {1: "0"}, 10, 0)] == [held[1][1], held[2][1]]
+    assert t.read_feed("dead", {1: "0"}, 10, 0) == []  # no longer the dead one's
+
+
+def test_log_entries_stay_pending_until_acknowledged(redis_server):
+    t = transport(redis_server)
+    offsets = [t.send(f"m{k}".encode()) for k in range(3)]
+    assert [o for o, _ in t.read_log(10, 0)] == offsets
+    assert t.read_log(10, 0) == []  # nothing new
+    assert [o for o, _ in t.read_log(10, 0, pending=True)] == offsets  # a restarted frontier re-reads them
+    t.ack_log(offsets[:2])
+    assert [o for o, _ in t.read_log(10, 0, pending=True)] == offsets[2:]
+    t.trim_log(offsets[2])
+    assert t.backlog()["log_length"] == 1
+
+
+def test_trim_keeps_entries_from_the_given_sequence(redis_server):
+    t = transport(redis_server)
+    t.publish([(0, k, b"x") for k in range(1, 6)])
+    t.trim_feed(0, 4)
+    assert [i for _, i, _ in t.read_feed("s", {0: ">"}, 10, 0)] == ["4-1", "5-1"]
+    assert t.published_top(0) == 5  # the top survives trimming
+
+
+def test_state_survives_kill9_on_the_append_only_file(redis_server):
+    t = transport(redis_server)
+    t.publish([(3, k, b"x") for k in range(1, 4)])
+    got = t.read_feed("s1", {3: ">"}, 2, 0)
+    t.put("assignment", {"version": 5, "owners": ["s1"] * 4})
+    epoch = t.epoch()
+    time.sleep(1.2)  # appendfsync everysec
+    redis_server.kill9()
+    redis_server.start()
+    assert t.epoch() != epoch  # the client reconnects by itself; the epoch tells the frontier
+    assert t.published_top(3) == 3
+    assert [i for _, i, _ in t.read_feed("s1", {3: "0"}, 10, 0)] == [i for _, i, _ in got]
+    assert t.get("assignment")["version"] == 5
+
+
+def test_a_wiped_broker_is_seen_and_set_up_again(redis_server):
+    t = transport(redis_server)
+    t.publish([(0, 7, b"x")])
+    redis_server.wipe()
+    redis_server.start()
+    assert t.published_top(0) == 0 and t.get("assignment") is None
+    assert t.read_feed("s", {0: ">"}, 10, 0) == []  # no group yet: nothing, no error
+    t.setup(4)
+    assert t.publish([(0, 7, b"x")]) == 1  # republished
+
+
+def test_heartbeats_expire(redis_server):
+    t = transport(redis_server)
+    t.heartbeat("s1", {"prefetch": 8}, ttl=0.3)
+    t.heartbeat("s2", {"prefetch": 4}, ttl=30)
+    assert t.spiders()["s1"]["prefetch"] == 8
+    time.sleep(0.5)
+    spiders = t.spiders()
+    assert spiders["s1"] is None and spiders["s2"]["prefetch"] == 4
+    t.forget_spider("s1")
+    assert set(t.spiders()) == {"s2"}
