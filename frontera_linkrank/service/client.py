@@ -68,7 +68,6 @@ class RemoteFrontier:
         self._state: dict[str, Any] = {}
         self._owned: dict[int, str] = {}  # partition -> read cursor
         self._version = -1
-        self._moving: set[int] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.counters: collections.Counter = collections.Counter()
@@ -174,7 +173,6 @@ class RemoteFrontier:
             return
         self._version = assignment.get("version", -1)
         mine = {p for p, o in enumerate(assignment.get("owners") or ()) if o == self.spider}
-        moving = {int(p) for p in (assignment.get("moving") or {})}
         for p in list(self._owned):
             if p not in mine:
                 del self._owned[p]
@@ -184,8 +182,6 @@ class RemoteFrontier:
                 if claimed:
                     self.counters["taken_over"] += claimed
                 self._owned[p] = "0"  # our pending entries first (ours, and those just taken over)
-        # A partition on its way to another spider: finish what we hold of it, read no more.
-        self._moving = moving
 
     def _flush(self, t: Transport) -> None:
         with self._lock:
@@ -213,8 +209,9 @@ class RemoteFrontier:
 
     def _read(self, t: Transport) -> None:
         room = self.prefetch - len(self._held)
-        moving = self._moving
-        owned = {p: c for p, c in self._owned.items() if p not in moving or c != ">"}
+        # A partition moving to another spider is read too: the frontier
+        # publishes nothing new there, and the move waits for what it holds.
+        owned = dict(self._owned)
         if room <= 0 or not owned:
             time.sleep(0.05)
             return

@@ -151,6 +151,9 @@ class FrontierService:
             self._next["expire"] = now + 1.0
             self.counters["leases_expired"] += self.book.drop_expired()
         self._refill(now)
+        if now >= self._next["trim"]:
+            self._next["trim"] = now + 5.0
+            self._trim()
         if now >= self._next["state"]:
             self._next["state"] = now + 0.5
             self._publish_state(now)
@@ -188,13 +191,14 @@ class FrontierService:
                 self.book.log_offset = offset
         self.core.next_requests(0)  # apply and commit, with the log offset
         self.t.ack_log(done)
-        now = time.monotonic()
-        if now >= self._next["trim"]:
-            self._next["trim"] = now + 5.0
-            self.t.trim_log(self.book.log_offset)
-            for p, low in self._feed_lows().items():
-                self.t.trim_feed(p, low)
         return len(done)
+
+    def _trim(self) -> None:
+        """Forget applied log entries and feed entries of closed leases (Redis memory stays bounded)."""
+        if self.book.log_offset:
+            self.t.trim_log(self.book.log_offset)
+        for p, low in self._feed_lows().items():
+            self.t.trim_feed(p, low)
 
     def _apply_entry(self, offset: str, raw: bytes) -> None:
         try:
@@ -344,8 +348,9 @@ class FrontierService:
 
     # -- state ----------------------------------------------------------------------------------
     def finished(self) -> bool:
-        """Nothing queued, nothing leased, nothing unread in the log."""
-        return self._drained and not self.book.open and self.core.finished()
+        """Nothing queued, nothing leased, nothing unread in the log (and
+        some page known: an empty frontier waits for seeds)."""
+        return self._drained and not self.book.open and self.core.db.n_pages > 0 and self.core.finished()
 
     def _publish_state(self, now: float, state: str | None = None) -> None:
         t0, c0 = self._rate
@@ -357,6 +362,6 @@ class FrontierService:
         stats.update(self.counters)
         stats.update(open_leases=len(self.book.open), pages_per_second=round(rate, 2), spiders=len(self.live))
         if state is None:
-            state = "finished" if self.finished() else "running"
+            state = "finished" if self.finished() else "running" if self.core.db.n_pages else "waiting for seeds"
         self.t.put("state", {"state": state, "applied": self.book.log_offset, "time": time.time(),
                              "version": self.version, "recrawl": self.core.recrawler is not None, "stats": stats})
