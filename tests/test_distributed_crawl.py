@@ -66,12 +66,12 @@ class Frontier:
             return f.read()
 
 
-def spider(url, proxy, sid, workdir, seeds=None):
+def spider(url, proxy, sid, workdir, seeds=None, extra=()):
     """``scrapy crawl example`` as spider ``sid`` of the shared frontier."""
     cmd = [os.path.join(BIN, "scrapy"), "crawl", "example", "-s", f"LINKRANK_FRONTIER_URL={url}",
            "-s", f"LINKRANK_CRAWL={CRAWL}", "-s", f"LINKRANK_SPIDER_ID={sid}", "-s", "LINKRANK_HEARTBEAT_INTERVAL=1",
            "-s", f"LINKRANK_SEEDS_FILE={seeds or ''}", "-s", "LINKRANK_LOG_INTERVAL=0",
-           "-s", f"LOG_FILE={os.path.join(workdir, sid + '.log')}", "-s", "LOG_LEVEL=INFO"]
+           "-s", f"LOG_FILE={os.path.join(workdir, sid + '.log')}", "-s", "LOG_LEVEL=INFO", *extra]
     return subprocess.Popen(cmd, cwd=EXAMPLE, env=crawl_env(proxy), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
 
@@ -175,3 +175,141 @@ def test_three_spiders_share_one_frontier(tmp_path, redis_server):
     assert "duplicate_reports" not in status.stdout or "duplicate_reports 0" in status.stdout
     state = RedisTransport(redis_server.url, CRAWL).get("state")
     assert state["state"] == "stopped" and state["stats"]["reports_applied"] == state["stats"]["leases_published"]
+
+
+# -- failures ---------------------------------------------------------------------------------
+SLOW = ["-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1", "-s", "DOWNLOAD_DELAY=0.05", "-s", "LINKRANK_PREFETCH=16"]
+
+
+def crawled_now(url):
+    """pages_crawled as the frontier last published it (0 while unknown)."""
+    try:
+        t = RedisTransport(url, CRAWL)
+        try:
+            state = t.get("state") or {}
+        finally:
+            t.close()
+    except Exception:  # the broker is down in this moment
+        return 0
+    return int((state.get("stats") or {}).get("pages_crawled", 0))
+
+
+def run_with_events(tmp_path, redis_server, events, sids=("s1", "s2"), hosts=8, pages=50):
+    """Crawl with ``sids``; each event ``(pages crawled, action(ctx))`` runs once
+    when the frontier has published that many pages crawled. Returns
+    ``(want, fetch counts, db path, frontier log, spiders' exit codes)``."""
+    npz, g, want, seeds = web_and_expected(tmp_path, hosts=hosts, pages=pages)
+    db = str(tmp_path / "db")
+    deadline = time.monotonic() + DEADLINE
+    (tmp_path / "web").mkdir()
+    web = TestWebServer(npz, str(tmp_path / "web"), extra=WEB)
+    ctx = {"frontier": Frontier(db, redis_server.url, str(tmp_path)), "redis": redis_server}
+
+    ctx["start_spider"] = lambda sid: ctx["spiders"].__setitem__(sid, slow_spider(redis_server.url, web.proxy, sid,
+                                                                                   str(tmp_path), seeds, sids))
+    ctx["spiders"] = {sid: slow_spider(redis_server.url, web.proxy, sid, str(tmp_path), seeds, sids) for sid in sids}
+    pending = sorted(events, key=lambda e: e[0])
+    try:
+        while any(p.poll() is None for p in ctx["spiders"].values()):
+            assert time.monotonic() < deadline, "the crawl did not finish in time"
+            if pending and crawled_now(redis_server.url) >= pending[0][0]:
+                pending.pop(0)[1](ctx)
+            time.sleep(0.1)
+        assert not pending, f"events not reached: {[n for n, _ in pending]}"
+        codes = {sid: p.returncode for sid, p in ctx["spiders"].items()}
+        assert ctx["frontier"].stop() == 0, ctx["frontier"].text()[-3000:]
+        fetched = web.page_fetches()
+    finally:
+        for p in ctx["spiders"].values():
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+        ctx["frontier"].stop()
+        web.stop()
+    return want, fetched, db, ctx["frontier"].text(), codes
+
+
+def slow_spider(url, proxy, sid, workdir, seeds, sids):
+    """A spider of the failure tests: one request at a time per host, 50 ms apart."""
+    return spider(url, proxy, sid, workdir, seeds if sid == sids[0] else None, extra=SLOW)
+
+
+def kill_spider(sid, restart_after=None):
+    def action(ctx):
+        os.killpg(ctx["spiders"][sid].pid, signal.SIGKILL)
+        ctx["spiders"][sid].wait()
+        if restart_after is not None:
+            time.sleep(restart_after)
+            ctx["start_spider"](sid)
+    return action
+
+
+def kill_frontier(env=None):
+    def action(ctx):
+        f = ctx["frontier"]
+        f.kill9()
+        if env:
+            f.start(env)
+            f.proc.wait(60)  # it exits by itself at the injected fault
+            assert f.proc.returncode == 3, f.text()[-2000:]
+        f.start({})
+    return action
+
+
+def restart_redis(wipe=False):
+    def action(ctx):
+        if wipe:
+            ctx["redis"].wipe()
+        else:
+            time.sleep(1.1)  # appendfsync everysec: what was acknowledged is on disk
+            ctx["redis"].kill9()
+        ctx["redis"].start()
+    return action
+
+
+def test_kill9_spider_frontier_and_broker_lose_nothing(tmp_path, redis_server):
+    events = [(60, kill_spider("s2", restart_after=0.5)), (140, kill_frontier()), (220, restart_redis())]
+    want, fetched, db, log, codes = run_with_events(tmp_path, redis_server, events)
+    assert codes == {"s1": 0, "s2": 0}
+    assert [finish_reason(str(tmp_path), s) for s in ("s1", "s2")] == ["finished", "finished"]
+    assert set(fetched) == want
+    twice = sum(n - 1 for n in fetched.values())
+    assert twice <= 16, twice  # at most what the killed spider held (its prefetch)
+    counters, crawled = check_db(db, want)
+    assert crawled == len(want)  # no report applied twice
+
+
+def test_fault_after_lease_commit_and_wiped_broker_lose_nothing(tmp_path, redis_server):
+    events = [(60, kill_frontier({"FRONTERA_LINKRANK_FAULT": "after_lease_commit"})), (180, restart_redis(wipe=True))]
+    want, fetched, db, log, codes = run_with_events(tmp_path, redis_server, events)
+    assert codes == {"s1": 0, "s2": 0}
+    assert "fault injected" in log and "leases republished" in log
+    assert "the broker restarted" in log
+    assert set(fetched) == want
+    twice = sum(n - 1 for n in fetched.values())
+    assert twice <= 2 * 2 * 16, twice  # at most the leases outstanding when the broker was wiped
+    counters, crawled = check_db(db, want)
+    assert crawled == len(want)
+
+
+def pause_spider(sid, seconds):
+    def action(ctx):
+        os.killpg(ctx["spiders"][sid].pid, signal.SIGSTOP)
+        time.sleep(seconds)
+        os.killpg(ctx["spiders"][sid].pid, signal.SIGCONT)
+    return action
+
+
+def test_dead_spider_hosts_go_to_the_others_and_a_paused_one_comes_back(tmp_path, redis_server):
+    # Heartbeat every second: a spider silent for 3 s is dead.
+    events = [(50, kill_spider("s3")), (150, pause_spider("s2", 4.5))]
+    want, fetched, db, log, codes = run_with_events(tmp_path, redis_server, events, sids=("s1", "s2", "s3"))
+    assert codes["s1"] == 0 and codes["s2"] == 0 and codes["s3"] == -signal.SIGKILL
+    assert [finish_reason(str(tmp_path), s) for s in ("s1", "s2")] == ["finished", "finished"]
+    assert set(fetched) == want
+    twice = sum(n - 1 for n in fetched.values())
+    assert twice <= 2 * 16, twice  # at most what the dead and the paused spider held
+    with open(tmp_path / "s1.log") as f:
+        s1 = f.read()
+    assert "'linkrank/taken_over'" in s1  # s1 took over requests the dead s3 held
+    counters, crawled = check_db(db, want)
+    assert crawled == len(want)
