@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -36,8 +36,22 @@ from ..storage.pagedb import PageDB
 from ..storage.vertices import CRAWLED
 from .scheduler import Refresher
 
-if TYPE_CHECKING:
-    from ..settings import LinkRankSettings
+
+class RecrawlSettings(Protocol):
+    """The ``LINKRANK_RECRAWL_*`` fields a recrawler reads (a
+    :class:`~frontera_linkrank.settings.LinkRankSettings` has them; the
+    settings package takes its choices from this package, so this names
+    only the fields)."""
+
+    RECRAWL_POLICY: str
+    RECRAWL_PRIOR_RATE: float
+    RECRAWL_PRIOR_VISITS: float
+    RECRAWL_MIN_INTERVAL: float
+    RECRAWL_SHARE: float
+    RECRAWL_CALIBRATE_PAGES: int
+    RECRAWL_IMPORTANCE: str
+    RECRAWL_CONDITIONAL: bool
+    RECRAWL_HISTORY: int
 
 
 def header(headers: Any, name: str) -> str | None:
@@ -73,7 +87,7 @@ class Recrawler:
     Parameters
     ----------
     db : PageDB
-    settings : LinkRankSettings
+    settings : RecrawlSettings
         The ``LINKRANK_RECRAWL_*`` values.
     importance : callable(idx) -> ndarray
         The on-line (AOPIC) importance of pages.
@@ -83,7 +97,7 @@ class Recrawler:
         Hands refreshes out.
     """
 
-    def __init__(self, db: PageDB, settings: LinkRankSettings, importance: Callable[[np.ndarray], np.ndarray],
+    def __init__(self, db: PageDB, settings: RecrawlSettings, importance: Callable[[np.ndarray], np.ndarray],
                  ranks: RankScores, lifecycle: PageLifecycle) -> None:
         s = settings
         self.db = db

@@ -38,15 +38,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ..storage.vertices import ERROR
 
 if TYPE_CHECKING:
-    from ..settings import LinkRankSettings
     from ..storage.vertices import VertexTable
+
+
+class AopicSettings(Protocol):
+    """What the books read from the crawl's settings (a
+    :class:`~frontera_linkrank.settings.LinkRankSettings` has these; scoring
+    sits below the settings package, so it names only the fields)."""
+
+    DAMPING: float
+    HISTORY_WINDOW: float | None
+    HISTORY_TIME: str
+    OMEGA_READ_EVERY: int
+    INTERNAL_WEIGHT: float
+    EXTERNAL_WEIGHT: float
+    OMEGA_POLICY: str
+    OMEGA_HOSTS: list[str]
+
 
 OMEGA_POLICIES = ("all", "unfetched", "fetched", "hosts")
 """Target sets of the virtual page's cash (``omega_policy``)."""
@@ -124,7 +139,7 @@ class Aopic:
         self.n_target = int(self.member_mask().sum())
 
     @staticmethod
-    def parameters(settings: LinkRankSettings) -> dict[str, Any]:
+    def parameters(settings: AopicSettings) -> dict[str, Any]:
         """Constructor parameters from the ``LINKRANK_*`` settings (all but
         ``omega_policy`` and ``state``)."""
         s = settings
@@ -138,7 +153,7 @@ class Aopic:
         }
 
     @classmethod
-    def from_settings(cls, table: VertexTable, settings: LinkRankSettings, state: Mapping[str, Any] | None = None,
+    def from_settings(cls, table: VertexTable, settings: AopicSettings, state: Mapping[str, Any] | None = None,
                       host_ids: Mapping[str, int] | None = None) -> Aopic:
         """The crawl's books: parameters and ω's target set
         (``LINKRANK_OMEGA_POLICY``, ``LINKRANK_OMEGA_HOSTS``) from
@@ -151,7 +166,7 @@ class Aopic:
 
     @classmethod
     def from_saved(cls, table: VertexTable, saved: Mapping[str, Any] | None, host_ids: Mapping[str, int] | None = None,
-                   settings: LinkRankSettings | None = None, **params: Any) -> Aopic:
+                   settings: AopicSettings | None = None, **params: Any) -> Aopic:
         """Books as of a commit, with the target set they were kept for.
 
         ``saved`` is the ``aopic`` entry of the page database's metadata

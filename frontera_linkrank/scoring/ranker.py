@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -34,10 +34,24 @@ from .pagerank import pagerank
 if TYPE_CHECKING:
     import lmdb
 
-    from ..settings import LinkRankSettings
     from ..storage.pagedb import PageDB
 
 logger = logging.getLogger(__name__)
+
+
+class RankSettings(Protocol):
+    """What a ranking reads from the crawl's settings (a
+    :class:`~frontera_linkrank.settings.LinkRankSettings` has these; scoring
+    sits below the settings package, so it names only the fields)."""
+
+    RANK_ALGORITHMS: list[str]
+    RANK_PERSONALIZED: bool
+    RANK_INTER_HOST: bool
+    RANK_EDGES: str
+    RANK_MEMORY_LIMIT: int
+    DAMPING: float
+    RANK_TOLERANCE: float
+    RANK_MAX_ITERATIONS: int
 
 ALGORITHMS = ("pagerank", "hits")
 """Rankings :func:`rank_snapshot` computes (``"hits"`` gives authority and hub)."""
@@ -80,7 +94,7 @@ class RankConfig:
     max_iter: int
 
     @classmethod
-    def from_settings(cls, s: LinkRankSettings, algorithms: Sequence[str] | None = None) -> RankConfig:
+    def from_settings(cls, s: RankSettings, algorithms: Sequence[str] | None = None) -> RankConfig:
         """From :class:`~frontera_linkrank.settings.LinkRankSettings`;
         ``algorithms`` replaces ``LINKRANK_RANK_ALGORITHMS``."""
         return cls(

@@ -6,14 +6,24 @@ matrices (row = source); every walk is vectorised per level.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-if TYPE_CHECKING:
-    from .seeds import Core
+
+class CoreLike(Protocol):
+    """The fields of a bipartite core a distance walk reads and fills
+    (:class:`~frontera_linkrank.scoring.seeds.Core` has them)."""
+
+    hubs: list[int]
+    authorities: list[int]
+    round: int
+    distances: dict[int, int | None]
+
+
+C = TypeVar("C", bound=CoreLike)
 
 __all__ = ["base_set", "bfs_levels", "core_distances"]
 
@@ -48,7 +58,7 @@ def bfs_levels(adjacency: sp.spmatrix, sources: ArrayLike, max_depth: int | None
     return dist
 
 
-def core_distances(adjacency: sp.spmatrix, cores: list[Core]) -> list[Core]:
+def core_distances(adjacency: sp.spmatrix, cores: list[C]) -> list[C]:
     """Fill ``core.distances[other.round]``: the shortest directed path
     from any page of ``core`` to any page of ``other`` (None: no path).
     One breadth-first search per core, stopped once every other core is

@@ -35,14 +35,22 @@ import math
 import re
 from collections.abc import Iterable
 from email.utils import formatdate
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from ..storage.urls import fingerprint
 
-if TYPE_CHECKING:
-    from ..simulation.graphs import Graph
+
+class Graph(Protocol):
+    """What the test web reads of a link graph (a
+    :class:`~frontera_linkrank.simulation.graphs.Graph` has it)."""
+
+    n: int
+    urls: list[str]
+    fingerprints: list[bytes]
+
+    def out(self, v: int) -> np.ndarray: ...
 
 Answer = tuple[int, dict[str, str], bytes]  # status, headers, body
 
