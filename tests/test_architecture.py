@@ -3,8 +3,9 @@ imported: module and function sizes, the Frontera adapter's size, import
 cycles, the layering, and type hints on the public interface.
 
 Imports are counted wherever they are in a module (inside functions too),
-relative ones resolved; imports under ``if TYPE_CHECKING:`` are not
-counted (they exist only for type hints). An import of a package's
+relative ones resolved, imports under ``if TYPE_CHECKING:`` too: a type
+hint is a dependency as well (a lower layer that needs the shape of an
+upper one's object names the fields it reads in a ``Protocol``). An import of a package's
 ``__init__`` counts as an import of that package, not of its submodules.
 
 Conventions checked here:
@@ -91,20 +92,10 @@ def _rel(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _import_nodes(tree: ast.AST):
-    """Import statements of ``tree`` at any depth, but not under
-    ``if TYPE_CHECKING:`` (its ``else`` branch counts)."""
+    """Import statements of ``tree`` at any depth, those under
+    ``if TYPE_CHECKING:`` included."""
     for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                yield from _import_nodes_of(child)
-            continue
         yield from _import_nodes_of(node)
 
 
