@@ -27,6 +27,7 @@ from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
 from ..storage.vertices import CRAWLED, F_NORM_HASH, F_REDIRECT, F_REFRESH, F_SEED, F_VALIDATORS
 from .codec import CONTENT_HASH_KEY, SCORE_KEY, OutgoingRequest
 from .counters import Counters
+from .inputs import as_float, body_bytes, content_hash_of, int_list, url_list, url_text
 from .pages import PageRegistry
 
 if TYPE_CHECKING:
@@ -104,6 +105,9 @@ class BatchApplier:
         renamed to the first URL and the final one appended to the list).
         """
         meta = response.meta
+        if url_text(response.url) is None:
+            self.registry.reject(RejectedURL("malformed", repr(response.url)), "response")
+            return
         chain = self._redirect_chain(response)
         if chain is None:
             try:
@@ -118,17 +122,14 @@ class BatchApplier:
         if i is None:
             return
         score = meta.get(SCORE_KEY, math.nan)
-        try:
-            score = float(score)
-        except (TypeError, ValueError):
+        score = as_float(score)
+        if score is None:
             self.counters.add("invalid_scores")
             score = math.nan
-        status = response.status_code
-        content_hash = (meta.get(CONTENT_HASH_KEY) or 0) if 200 <= status < 300 else 0
-        body = response.body
+        status = response.status_code  # checked by the core (inputs.http_status)
+        content_hash = content_hash_of(meta.get(CONTENT_HASH_KEY)) if 200 <= status < 300 else 0
+        body = body_bytes(response.body)
         if body and 200 <= status < 300:
-            if isinstance(body, str):
-                body = body.encode("utf-8", "surrogateescape")
             if self.recrawler is not None:
                 # Normalised, so a timestamp or session id is not a change
                 # (costs a few ms a page: only when pages are refreshed).
@@ -151,15 +152,15 @@ class BatchApplier:
         """``(final page, hops)`` of a redirected response, or None if it
         was not redirected. Each hop is ``(page, next page, 3xx status)``."""
         meta = response.meta
-        urls = list(meta.get(b"redirect_urls") or ())
+        urls = url_list(meta.get(b"redirect_urls"))
         request = response.request
         if not urls:
-            if request is None or request.url == response.url:
+            if request is None or request.url == response.url or url_text(request.url) is None:
                 return None
-            urls = [request.url]  # redirected without Scrapy's meta
-        if response.url not in urls:
-            urls.append(response.url)
-        reasons = list(meta.get(b"redirect_reasons") or ())
+            urls = [url_text(request.url)]  # redirected without Scrapy's meta
+        if url_text(response.url) not in urls:
+            urls.append(url_text(response.url))
+        reasons = int_list(meta.get(b"redirect_reasons"))
         pages = []
         for url in urls:
             j = self.registry.find_or_create(OutgoingRequest(url=url))
@@ -258,7 +259,7 @@ class BatchApplier:
                         raise ValueError
                 except (TypeError, ValueError):
                     try:
-                        key = fingerprint_key(fp) if fp is not None else fingerprint(link.url)
+                        key = fingerprint_key(fp) if isinstance(fp, (bytes, str)) else fingerprint(link.url)
                     except RejectedURL as e:
                         self.registry.reject(e, "link")
                         continue
@@ -279,6 +280,8 @@ class BatchApplier:
                     except RejectedURL as e:
                         self.registry.reject(e, "link")
                         continue
+                    if type(url) is not str:
+                        url = url.decode("utf-8")  # bytes check_url could decode: stored as text
                     hid = host_ids.get(host)
                     if hid is None:
                         hid = self.registry.host(host)

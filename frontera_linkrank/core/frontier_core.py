@@ -25,7 +25,6 @@ and the rest of the batch goes on.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -47,6 +46,7 @@ from .batch import BatchApplier
 from .codec import SEED_WEIGHT_KEY, OutgoingRequest, RequestFactory, RequestLike, build_requests
 from .counters import Counters
 from .hostkeys import HostKeys
+from .inputs import as_float, error_text, http_status
 from .pages import PageRegistry
 from .ranking import RankingSchedule
 
@@ -127,6 +127,7 @@ class FrontierCore:
                                   s.MAX_PAGES_PER_HOST, s.MAX_LINKS_PER_PAGE, s.MAX_URL_LENGTH)
         self.batch.push = self.push
         self.host_keys = HostKeys(db.host_names)
+        self._refused: set[int] = set()  # pages whose response was refused in this batch (links ignored)
         self._last_commit = self.clock()
 
     def _open_books(self) -> Aopic:
@@ -194,12 +195,8 @@ class FrontierCore:
             self.frontier.offer(funded)
 
     def _seed_weight(self, seed: RequestLike) -> float:
-        w = seed.meta.get(SEED_WEIGHT_KEY, 1.0)
-        try:
-            w = float(w)
-            if not (w > 0 and math.isfinite(w)):
-                raise ValueError
-        except (TypeError, ValueError):
+        w = as_float(seed.meta.get(SEED_WEIGHT_KEY, 1.0), finite=True)
+        if w is None or not w > 0:
             self.counters.add("invalid_seed_weights")
             w = 1.0
         return w
@@ -212,15 +209,36 @@ class FrontierCore:
         # Commit the batch so far *before* recording this page, whose links
         # are still to come.
         self._maybe_commit(now)
+        status = http_status(response.status_code)
+        if status is None:
+            self._refuse(response, f"invalid HTTP status {response.status_code!r}")
+            return
         self.batch.record_response(response, now)
+
+    def _refuse(self, response: Any, reason: str) -> None:
+        """A response the page database cannot record: a fetch error of its
+        page, given up at once (a server that answers so would answer so
+        again), its links ignored."""
+        self.counters.add("invalid_responses")
+        n = self.counters.get("invalid_responses", 0)
+        level = logging.WARNING if n <= self.settings.LOG_REJECTED else logging.DEBUG
+        logger.log(level, "response of %.200r recorded as a fetch error: %s", response.url, reason)
+        i = self.registry.find(response)
+        self.page_failed(response, reason, give_up=True)
+        if i is not None:
+            self._refused.add(i)
 
     def links_found(self, request: RequestLike, links: list) -> None:
         """Record the out-links of a fetched page (resolved with the batch)."""
+        if self._refused and self.registry.find(request) in self._refused:
+            self.counters.add("links_of_invalid_responses", len(links))
+            return
         self.batch.record_links(request, links, self.clock())
 
-    def page_failed(self, request: RequestLike, error: Any) -> None:
+    def page_failed(self, request: RequestLike, error: Any, give_up: bool = False) -> None:
         """A fetch failed: retry later, or give up after ``LINKRANK_MAX_RETRIES``
-        (at once if ``request.meta[b'dont_retry']``: robots.txt, offsite)."""
+        (at once with ``give_up`` or ``request.meta[b'dont_retry']``:
+        robots.txt, offsite)."""
         now = self.clock()
         i = self.registry.find_or_create(request, depth=0)
         if i is None:
@@ -232,9 +250,9 @@ class FrontierCore:
             self.counters.add("errors_after_crawl")
             return
         v.errors[i] += 1
-        self.db.set_error(i, error)
+        self.db.set_error(i, error_text(error))
         self.counters.add("fetch_errors")
-        if v.errors[i] > self.settings.MAX_RETRIES or request.meta.get(b"dont_retry"):
+        if give_up or v.errors[i] > self.settings.MAX_RETRIES or request.meta.get(b"dont_retry"):
             self.lifecycle.give_up(i)
             self.counters.add("pages_failed")
         elif refresh:
@@ -335,6 +353,7 @@ class FrontierCore:
         if self.recrawler is not None:
             meta["recrawl"] = self.recrawler.state_dict()
         self.db.commit(meta)
+        self._refused.clear()
         self._last_commit = self.clock()
         self.counters.add("commits")
 

@@ -17,6 +17,7 @@ from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
 from ..storage.vertices import F_EXTRAS, NO_PAGE
 from .codec import FINGERPRINT_KEY, SCORE_KEY, RequestLike, may_have_parts, request_parts
 from .counters import Counters
+from .inputs import as_float, url_text
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ class PageRegistry:
     def key_of(req: RequestLike) -> bytes:
         """20-byte page key of a request (computed if the meta lacks it)."""
         fp = req.meta.get(FINGERPRINT_KEY)
-        if fp is None:
+        if not isinstance(fp, (bytes, str)):
             return fingerprint(req.url)
         return fingerprint_key(fp)
 
@@ -111,6 +112,7 @@ class PageRegistry:
         except RejectedURL as e:
             self.reject(e, "request")
             return None
+        url = url_text(url)  # check_url accepted it: bytes become text
         hid = self.host(host)
         self.host_known[hid] += 1
         i = self.new_pages([key], [url], [hid], depth, parent, [req] if req is not None else [], flags)
@@ -143,9 +145,8 @@ class PageRegistry:
 
     def set_hint(self, i: int, value: Any) -> None:
         """Raise page ``i``'s hint (content score of the links to it) to ``value``."""
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
+        value = as_float(value)
+        if value is None:
             self.counters.add("invalid_scores")
             return
         if math.isfinite(value) and value > self.db.vertices.hint[i]:

@@ -57,7 +57,7 @@ class RecrawlSettings(Protocol):
 def header(headers: Any, name: str) -> str | None:
     """First value of header ``name`` (case-insensitive) as str, or None.
     Headers may be Scrapy's (bytes keys, lists of bytes) or plain dicts."""
-    if not headers:
+    if not headers or not hasattr(headers, "items"):
         return None
     want = name.lower()
     for k, v in headers.items():
@@ -67,7 +67,8 @@ def header(headers: Any, name: str) -> str | None:
                 v = v[0] if v else None
             if isinstance(v, bytes):
                 v = v.decode("latin-1")
-            return v.strip() if v else None
+            # A value of another type (a caller's odd headers) is no value.
+            return v.strip() or None if isinstance(v, str) else None
     return None
 
 

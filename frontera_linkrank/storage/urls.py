@@ -39,10 +39,12 @@ def fingerprint(url: str) -> bytes:
     >>> fingerprint("http://example.com/?b=2&a=1").hex() == fingerprint("http://example.com/?a=1&b=2").hex()
     True
     """
+    if not isinstance(url, (str, bytes)):
+        raise RejectedURL("malformed", repr(url))
     try:
         return hashlib.sha1(canonicalize_url(url).encode("ascii")).digest()
     except (ValueError, UnicodeError) as e:
-        raise RejectedURL(_reason(url, e), url) from None
+        raise RejectedURL(_reason(url, e), str(url)) from None
 
 
 def _reason(url: str, exc: Exception) -> str:
@@ -61,7 +63,10 @@ def fingerprint_key(value: bytes | str) -> bytes:
         except (binascii.Error, ValueError):
             pass
     if isinstance(value, str):
-        value = value.encode("utf-8", "surrogateescape")
+        try:
+            value = value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a surrogate outside the escape range
+            value = value.encode("utf-8", "surrogatepass")
     return hashlib.sha1(value).digest()
 
 
@@ -77,9 +82,11 @@ def check_url(url: str | bytes, max_length: int = 0) -> str:
     'xn--bcher-kva.de'
     """
     if not isinstance(url, str):
+        if not isinstance(url, bytes):
+            raise RejectedURL("malformed", repr(url))
         try:
             url = url.decode("utf-8")
-        except (UnicodeDecodeError, AttributeError):
+        except UnicodeDecodeError:
             raise RejectedURL("invalid_utf8", repr(url)) from None
     if max_length and len(url) > max_length:
         raise RejectedURL("too_long", url)
