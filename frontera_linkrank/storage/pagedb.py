@@ -122,6 +122,8 @@ class PageDB(FeatureTables):
             self._lock = WriterLock(self.path)
         try:
             self.env = environment.open_env(self.path, readonly, map_size, sync)
+            if not readonly:
+                environment.clear_stale_readers(self.env, self.path)
             self.dbs = environment.open_tables(self.env, self.path, readonly)
             self._open_parts(int(checkpoint_bytes or 0))
             self.reload()
@@ -407,7 +409,11 @@ class PageDB(FeatureTables):
 
     def _write(self, write: Callable[[Any], Any]) -> Any:
         """``write(txn)`` in a write transaction, growing the map and
-        retrying while it is full; returns what ``write`` returns."""
+        retrying while it is full; returns what ``write`` returns.
+
+        Reader slots of dead processes are freed first, so that their
+        snapshots do not keep pages from being reused."""
+        environment.clear_stale_readers(self.env, self.path)
         while True:
             try:
                 with self.env.begin(write=True) as txn:
