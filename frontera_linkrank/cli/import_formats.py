@@ -22,6 +22,7 @@ import numpy as np
 from .common import ToolError
 
 CHUNK_BYTES = 16 * 1024**2  # input read per chunk (memory per chunk)
+MAX_LINE_BYTES = 1024**2  # longest input line (a link line is two URLs of at most a few KB)
 
 # (line number, message, line): skips the line, or raises Malformed.
 MalformedHandler = Callable[[int, str, "bytes | str"], None]
@@ -41,11 +42,20 @@ class Source:
         File to read, ``-`` for standard input.
     chunk_bytes : int
         Bytes read per chunk (a chunk ends at the last whole line).
+    max_line : int
+        Longest line accepted, in bytes (0: no limit). A longer line goes to
+        ``malformed``, which raises :class:`Malformed` or skips it; it is
+        never held in memory whole (at most ``max_line + chunk_bytes``).
+    malformed : callable(line number, message, line), optional
+        The handler of too long lines (default: raise :class:`Malformed`).
     """
 
-    def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES) -> None:
+    def __init__(self, path: str, chunk_bytes: int = CHUNK_BYTES, max_line: int = 0,
+                 malformed: MalformedHandler | None = None) -> None:  # fmt: skip
         self.path = path
         self.chunk_bytes = chunk_bytes
+        self.max_line = max_line
+        self.malformed = malformed or _stop
         raw: BinaryIO
         if path == "-":
             raw = sys.stdin.buffer
@@ -70,25 +80,42 @@ class Source:
         except (OSError, ValueError):
             return 0
 
+    def _read(self) -> bytes:
+        try:
+            return self.f.read(self.chunk_bytes)
+        except (OSError, EOFError) as e:  # truncated or corrupt gzip
+            raise ToolError(f"{self.path}: cannot read after line {self.line}: {e}") from None
+
     def chunks(self) -> Iterator[tuple[int, bytes]]:
         """Yield ``(first_line_number, bytes)`` of whole lines."""
-        rest = b""
-        while True:
-            try:
-                buf = self.f.read(self.chunk_bytes)
-            except (OSError, EOFError) as e:  # truncated or corrupt gzip
-                raise ToolError(f"{self.path}: cannot read after line {self.line}: {e}") from None
-            if not buf:
-                break
-            buf = rest + buf
+        rest = bytearray()  # the line being read: no newline yet (grown in place, never re-copied)
+        while buf := self._read():
             cut = buf.rfind(b"\n") + 1
             if cut == 0:
-                rest = buf
+                rest += buf
+                if self.max_line and len(rest) > self.max_line:
+                    rest = bytearray(self._skip_long_line(bytes(rest[:200])))
                 continue
-            data, rest = buf[:cut], buf[cut:]
+            data = bytes(rest) + buf[:cut] if rest else buf[:cut]
+            rest = bytearray(buf[cut:])
             yield self._emit(data)
+            if self.max_line and len(rest) > self.max_line:
+                rest = bytearray(self._skip_long_line(bytes(rest[:200])))
         if rest:
-            yield self._emit(rest + b"\n")
+            yield self._emit(bytes(rest) + b"\n")
+
+    def _skip_long_line(self, head: bytes) -> bytes:
+        """The line after the current one is too long: report it (which may
+        raise), read past its end without keeping it, count it as an empty
+        line; return what follows it in the last read."""
+        self.malformed(self.line + 1, f"line longer than {self.max_line:,} bytes", head)
+        while buf := self._read():
+            cut = buf.find(b"\n") + 1
+            if cut:
+                self.line += 1
+                return buf[cut:]
+        self.line += 1
+        return b""
 
     def _emit(self, data: bytes) -> tuple[int, bytes]:
         first = self.line + 1
@@ -97,12 +124,34 @@ class Source:
             data = data[3:]  # a UTF-8 byte order mark
         if b"\r" in data:
             data = data.replace(b"\r\n", b"\n")
+        if self.max_line and len(data) > self.max_line:
+            data = self._cut_long_lines(first, data)
         return first, data
+
+    def _cut_long_lines(self, first: int, data: bytes) -> bytes:
+        """``data`` with each line longer than the limit reported (which may
+        raise) and emptied (line numbers stay right)."""
+        nl = np.flatnonzero(np.frombuffer(data, np.uint8) == 10)
+        starts = np.r_[0, nl[:-1] + 1]
+        long = np.flatnonzero(nl - starts > self.max_line)
+        if not len(long):
+            return data
+        parts, at = [], 0
+        for k in long.tolist():
+            self.malformed(first + k, f"line longer than {self.max_line:,} bytes", data[starts[k] : starts[k] + 200])
+            parts.append(data[at : starts[k]])
+            at = int(nl[k])
+        parts.append(data[at:])
+        return b"".join(parts)
 
     def close(self) -> None:
         """Close the file (not standard input)."""
         if self.raw is not sys.stdin.buffer:
             self.raw.close()
+
+
+def _stop(lineno: int, message: str, line: bytes | str) -> None:
+    raise Malformed(f"line {lineno}: {message}: {line[:200]!r}")
 
 
 def one_separator_per_line(data: bytes, sep: int) -> bool:

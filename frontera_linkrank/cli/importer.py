@@ -30,7 +30,9 @@ Bad lines:
     invalid UTF-8): its lines are skipped and counted, the first ones
     reported with their line numbers, as a crawl drops such links;
   - a line that is not two fields (or not two indices, or an index that
-    INFO lacks): the import stops with its line number and exit status 1,
+    INFO lacks), or longer than --max-line-bytes (1 MiB by default; such a
+    line is never held in memory whole): the import stops with its line
+    number and exit status 1,
     since it usually means a wrong file or format. What was read before it
     is committed; fix the line and run again (importing is idempotent).
     --skip-malformed skips and counts such lines instead.
@@ -57,7 +59,7 @@ from ..settings import LinkRankSettings
 from ..storage.pagedb import PageDB, WriterLockedError
 from ..storage.urls import RejectedURL, check_url
 from .common import Argv, ToolError, error_line, parser, tool
-from .import_formats import CHUNK_BYTES, InfoHeader, Malformed, Source, index_pairs, url_pairs
+from .import_formats import CHUNK_BYTES, MAX_LINE_BYTES, InfoHeader, Malformed, Source, index_pairs, url_pairs
 from .import_resolve import IndexPages, UrlPages
 from .import_write import restore_dumped_pages
 
@@ -255,6 +257,8 @@ def arguments(prog: str) -> argparse.ArgumentParser:
                     help="longer URLs are skipped (default %(default)s, as the crawl)")
     ap.add_argument("--chunk-bytes", type=int, default=CHUNK_BYTES, metavar="N",
                     help="input read per chunk, one commit each (default %(default)s)")
+    ap.add_argument("--max-line-bytes", type=int, default=MAX_LINE_BYTES, metavar="N",
+                    help="a longer line is malformed (default %(default)s; 0: no limit)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return ap  # fmt: skip
 
@@ -263,6 +267,8 @@ def check_arguments(args: argparse.Namespace) -> float:
     """Refuse impossible arguments; return the crawl time to record."""
     if args.chunk_bytes < 1:
         raise ToolError("--chunk-bytes must be positive")
+    if args.max_line_bytes < 0:
+        raise ToolError("--max-line-bytes must be 0 (no limit) or positive")
     for f in (args.edges, args.info):
         if f is not None and f != "-" and not os.path.exists(f):
             raise ToolError(f"{f}: no such file")
@@ -278,12 +284,12 @@ def read_inputs(imp: Importer, args: argparse.Namespace, bar: tqdm, sources: lis
     """Import the info file (if any), then the links, chunk by chunk (opened sources go to ``sources``)."""
     index = None
     if args.info is not None:
-        info = Source(args.info, args.chunk_bytes)
+        info = Source(args.info, args.chunk_bytes, args.max_line_bytes, imp.malformed)
         sources.append(info)
         bar.reset(total=info.size)
         bar.set_description("info")
         index = imp.info_file(info, _updater(bar, imp))
-    edges = Source(args.edges, args.chunk_bytes)
+    edges = Source(args.edges, args.chunk_bytes, args.max_line_bytes, imp.malformed)
     sources.append(edges)
     imp.file = edges.path
     bar.reset(total=edges.size)
