@@ -112,5 +112,5 @@ def error_text(error: Any) -> str:
         return type(error).__name__
 
 
-__all__ = ["MAX_STATUS", "MIN_STATUS", "as_float", "body_bytes", "content_hash_of", "error_text", "http_status", "int_list",
-           "url_list", "url_text"]
+__all__ = ["MAX_STATUS", "MIN_STATUS", "as_float", "body_bytes", "content_hash_of", "error_text", "http_status",
+           "int_list", "url_list", "url_text"]
