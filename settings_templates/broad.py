@@ -9,8 +9,7 @@
 # budget and no topic: a crawl of a country's web, of many sites.
 # LINKRANK_POLICY = "opic" (cash alone) runs no ranking at all.
 
-SCHEDULER = "frontera_linkrank.scrapy.LinkRankScheduler"
-SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
+ADDONS = {"frontera_linkrank.scrapy.Addon": 0}
 
 LINKRANK_PATH = "crawl_db"            # the page database; a second run resumes it
 LINKRANK_SEEDS_FILE = "seeds.txt"     # one URL per line (start() seeds work too)
@@ -29,5 +28,5 @@ CONCURRENT_REQUESTS_PER_DOMAIN = 2
 DOWNLOAD_DELAY = 0.5
 ROBOTSTXT_OBEY = True
 LINKRANK_OVERUSED_SLOT_FACTOR = 2.0
-# Scrapy's own scheduler settings (JOBDIR, SCHEDULER_*_QUEUE, DUPEFILTER_CLASS)
-# do not apply: the page database is the queue and the duplicate filter.
+# Scrapy's own queue settings (JOBDIR, SCHEDULER_*_QUEUE) do not apply: the
+# page database is the queue and the duplicate filter of frontier requests.

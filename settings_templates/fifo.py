@@ -6,8 +6,7 @@
 # or when every reachable page is wanted and order does not matter.
 # AOPIC still runs, so importance estimates are available all the same.
 
-SCHEDULER = "frontera_linkrank.scrapy.LinkRankScheduler"
-SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
+ADDONS = {"frontera_linkrank.scrapy.Addon": 0}
 
 LINKRANK_PATH = "crawl_db"
 LINKRANK_SEEDS_FILE = "seeds.txt"

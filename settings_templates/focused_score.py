@@ -15,8 +15,7 @@
 #     LINKRANK_RANK_PERSONALIZED = True
 #     LINKRANK_RANK_EVERY_PAGES = 1000
 
-SCHEDULER = "frontera_linkrank.scrapy.LinkRankScheduler"
-SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
+ADDONS = {"frontera_linkrank.scrapy.Addon": 0}
 
 LINKRANK_PATH = "crawl_db"
 LINKRANK_SEEDS_FILE = "seeds.txt"     # on-topic pages make the best seeds

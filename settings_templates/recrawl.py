@@ -16,8 +16,7 @@
 # The crawl never runs out of work: end it with a page budget or Scrapy's
 # CLOSESPIDER_TIMEOUT; the next run on the same database continues.
 
-SCHEDULER = "frontera_linkrank.scrapy.LinkRankScheduler"
-SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
+ADDONS = {"frontera_linkrank.scrapy.Addon": 0}
 
 LINKRANK_PATH = "crawl_db"
 LINKRANK_SEEDS_FILE = "seeds.txt"

@@ -1,7 +1,9 @@
 """The Scrapy scheduler's features, each through a real ``scrapy crawl``:
 seeds from ``start()`` and from a file, content scores, ``dont_frontier``,
 errbacks, network errors and their retries, robots.txt refusals, the page
-budget across runs, and clear errors for a wrong configuration."""
+budget across runs, and clear errors for a wrong configuration. The probe
+project names the scheduler and its spider middleware in its settings
+(tests/test_scrapy_setup.py has the scheduler alone and the add-on)."""
 
 import json
 import os
@@ -106,10 +108,10 @@ def test_probe_spider_features(tmp_path):
 
     got = [json.loads(line) for line in open(items)]
     errors = [(x["error"], x["type"]) for x in got if "error" in x]
-    # errbacks still run: 404s (HttpError), and two failed attempts on the closed port
+    # errbacks still run: 404s (HttpError), and the closed port once Scrapy's retry failed too
     assert sorted(e for e in errors if e[1] == "HttpError") == sorted((x, "HttpError") for x in not_found)
     refused = [e[1] for e in errors if e[0] == u["refused"]]
-    assert len(refused) == 2 and all("ConnectionRefused" in t for t in refused), refused
+    assert len(refused) == 1 and all("ConnectionRefused" in t for t in refused), refused
     assert {"side": u["side"]} in got and {"lambda": u["lambda"]} in got
 
     db = PageDB(db_path, readonly=True)
@@ -118,9 +120,9 @@ def test_probe_spider_features(tmp_path):
         page = lambda url: db.find(fingerprint(url))  # noqa: E731
         start = page(u["start"])
         assert v.flags[start] & F_SEED and v.score[start] == 1.0
-        # network error: retried once by the frontier, then given up
+        # network error: retried by Scrapy (RETRY_TIMES=1), then recorded, not retried by the frontier
         i = page(u["refused"])
-        assert v.state[i] == ERROR and v.errors[i] == 2 and "ConnectionRefused" in error_message(db, i)
+        assert v.state[i] == ERROR and v.errors[i] == 1 and "ConnectionRefused" in error_message(db, i)
         # robots.txt refusal: not retried
         i = page(u["private"])
         assert v.state[i] == ERROR and v.errors[i] == 1 and "IgnoreRequest" in error_message(db, i)
@@ -192,19 +194,13 @@ def test_scrapy_settings_reach_the_frontier():
     assert fs.get("LINKRANK_MAX_REQUESTS_PER_HOST") == 1 and fs.MAX_NEXT_REQUESTS == 7
 
 
-@pytest.mark.parametrize(
-    "settings, message",
-    [
-        ({"LINKRANK_POLCY": "fifo"}, "unknown setting LINKRANK_POLCY"),
-        ({"SPIDER_MIDDLEWARES": "{}"}, "LinkRankScheduler needs its spider middleware"),
-    ],
-)
-def test_configuration_errors_stop_scrapy_crawl(tmp_path, settings, message):
+def test_configuration_errors_stop_scrapy_crawl(tmp_path):
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://a.test/\n")
+    settings = {"LINKRANK_POLCY": "fifo"}
     out = run_crawl("http://127.0.0.1:9", str(tmp_path / "db"), str(seeds), settings=settings, timeout=60)
     assert out.returncode != 0
-    assert message in out.stdout
+    assert "unknown setting LINKRANK_POLCY" in out.stdout
 
 
 def test_missing_seeds_file_is_clear(tmp_path):
@@ -223,5 +219,4 @@ def test_settings_templates_are_valid(name):
         exec(f.read(), values)
     settings = Settings({k: v for k, v in values.items() if k.isupper()})
     frontera_settings(settings)  # every LINKRANK_* known and valid
-    assert settings["SCHEDULER"] == "frontera_linkrank.scrapy.LinkRankScheduler"
-    assert settings.getdict("SPIDER_MIDDLEWARES") == {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
+    assert settings.getdict("ADDONS") == {"frontera_linkrank.scrapy.Addon": 0}

@@ -7,10 +7,9 @@ SPIDER_MODULES = ["linkrank_example.spiders"]
 NEWSPIDER_MODULE = "linkrank_example.spiders"
 
 # -- frontera_linkrank ---------------------------------------------------------
-# The frontier decides what is fetched next; its scheduler and spider
-# middleware replace Scrapy's scheduler and send each page's links to it.
-SCHEDULER = "frontera_linkrank.scrapy.LinkRankScheduler"
-SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
+# The frontier decides what is fetched next: its add-on replaces Scrapy's
+# scheduler and sends each page's links to it.
+ADDONS = {"frontera_linkrank.scrapy.Addon": 0}
 
 # The page database (created on first use; a second `scrapy crawl` resumes).
 LINKRANK_PATH = "crawl_db"

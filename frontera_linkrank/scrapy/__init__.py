@@ -1,9 +1,13 @@
-"""Scrapy integration: a scheduler and a spider middleware.
+"""Scrapy integration: a scheduler, its spider middleware and an add-on.
 
-In a Scrapy project's settings::
+In a Scrapy project's settings, either the add-on::
+
+    ADDONS = {"frontera_linkrank.scrapy.Addon": 0}
+    LINKRANK_PATH = "crawl_db"
+
+or the scheduler alone (it adds its spider middleware itself)::
 
     SCHEDULER = "frontera_linkrank.scrapy.LinkRankScheduler"
-    SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
     LINKRANK_PATH = "crawl_db"
 
 Meta keys a spider uses: ``response.meta["linkrank_score"]`` (content
@@ -12,8 +16,9 @@ score of the page, set in the callback), ``request.meta["linkrank_score"]``
 Scrapy's own queue, not the frontier).
 """
 
+from .addon import Addon
 from .converters import DONT_FRONTIER, SCORE_META
 from .middleware import LinkRankSpiderMiddleware
 from .scheduler import LinkRankScheduler
 
-__all__ = ["DONT_FRONTIER", "SCORE_META", "LinkRankScheduler", "LinkRankSpiderMiddleware"]
+__all__ = ["DONT_FRONTIER", "SCORE_META", "Addon", "LinkRankScheduler", "LinkRankSpiderMiddleware"]

@@ -1,9 +1,10 @@
 """``LinkRankSpiderMiddleware``: the page's links and outcome to the frontier.
 
-Enable it beside the scheduler, at an order below 50 so that it is the
-outermost spider middleware (it sees the output after Scrapy's depth,
-URL-length and referer middlewares, and error responses after
-``HttpErrorMiddleware``)::
+The scheduler puts it in place by itself (:func:`install`), as the
+outermost spider middleware: it sees the output after Scrapy's depth,
+URL-length and referer middlewares and the project's own, and error
+responses after ``HttpErrorMiddleware``. Naming it in the settings works
+too, at an order below 50 (the add-on does so)::
 
     SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
 
@@ -20,6 +21,7 @@ never reach the callback (404 and the other statuses Scrapy turns into
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,15 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
+
+SETUP_HINT = (
+    'enable the frontier with ADDONS = {"frontera_linkrank.scrapy.Addon": 0}, or add '
+    'SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}'
+)
+
+
+class SetupError(RuntimeError):
+    """The spider middleware cannot be put in place."""
 
 
 class LinkRankSpiderMiddleware:
@@ -100,3 +111,34 @@ class LinkRankSpiderMiddleware:
             if scheduler is not None:
                 scheduler.response_done(response, [])
         return None
+
+
+def install(crawler: Crawler) -> bool:
+    """Put :class:`LinkRankSpiderMiddleware` in the crawler's spider
+    middleware chain if the settings did not; True if it was added.
+
+    The settings are frozen and the chain built before Scrapy creates the
+    scheduler, so the scheduler adds the middleware to the chain itself:
+    outermost, where the settings would put it at an order below 25. The
+    chain is a list of methods per hook (``process_spider_output`` and
+    ``process_spider_exception`` from the innermost middleware to the
+    outermost, with None where a middleware has no such method, both lists
+    aligned); anything else (another Scrapy) raises :class:`SetupError`.
+    """
+    spidermw = crawler.engine.scraper.spidermw
+    middlewares = getattr(spidermw, "middlewares", None)
+    if middlewares is not None and any(isinstance(m, LinkRankSpiderMiddleware) for m in middlewares):
+        return False
+    methods = getattr(spidermw, "methods", None)
+    output = methods.setdefault("process_spider_output", deque()) if isinstance(methods, dict) else None
+    exception = methods.setdefault("process_spider_exception", deque()) if isinstance(methods, dict) else None
+    if not isinstance(middlewares, tuple) or not isinstance(output, deque) or not isinstance(exception, deque):
+        raise SetupError(f"this Scrapy's spider middleware chain cannot be extended at run time: {SETUP_HINT}")
+    if len(output) != len(exception):
+        raise SetupError(f"this Scrapy's spider middleware chain is not as expected: {SETUP_HINT}")
+    mw = LinkRankSpiderMiddleware.from_crawler(crawler)
+    output.append(mw.process_spider_output)
+    exception.append(mw.process_spider_exception)
+    spidermw.middlewares = (mw, *middlewares)
+    logger.info("LinkRankSpiderMiddleware added as the outermost spider middleware")
+    return True

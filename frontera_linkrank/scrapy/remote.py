@@ -38,7 +38,6 @@ from .scheduler import LinkRankScheduler
 
 if TYPE_CHECKING:
     from frontera.core.models import Response as FResponse
-    from scrapy import Spider
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
@@ -173,9 +172,9 @@ class RemoteManager:
 class RemoteScheduler(LinkRankScheduler):
     """:class:`LinkRankScheduler` fed by a frontier service (see the module docstring)."""
 
-    def open(self, spider: Spider) -> None:
-        self.spider = spider
-        self._check_middleware()
+    def _open_frontier(self) -> None:
+        # Called by LinkRankScheduler.open, which reports its errors.
+        spider = self.spider
         s = self.settings
         if self.crawler.settings.get("LINKRANK_PATH"):
             logger.warning("LINKRANK_PATH is not used: with LINKRANK_FRONTIER_URL the page database is "
@@ -210,6 +209,8 @@ class RemoteScheduler(LinkRankScheduler):
         for loop in (getattr(self, "_wake", None), self._log_loop):
             if loop is not None and loop.running:
                 loop.stop()
+        if self.df is not None:
+            self.df.close(reason)
         if self.manager is None:
             return
         self._flush_seeds()

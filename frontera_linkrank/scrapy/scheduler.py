@@ -1,10 +1,13 @@
 """``LinkRankScheduler``: a Scrapy scheduler driving the LinkRank frontier.
 
-Set in a Scrapy project::
+Set in a Scrapy project (or enable :class:`~frontera_linkrank.scrapy.Addon`,
+which sets it)::
 
     SCHEDULER = "frontera_linkrank.scrapy.LinkRankScheduler"
-    SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
     LINKRANK_PATH = "crawl_db"
+
+The scheduler puts its spider middleware in place if the settings do not
+name it (:func:`.middleware.install`).
 
 The scheduler owns a Frontera ``FrontierManager`` with
 :class:`~frontera_linkrank.backend.LinkRankBackend`, built from the Scrapy
@@ -19,13 +22,26 @@ requests go:
   Scrapy's queue; the frontier hands them out later, best first;
 - follow-ups of a frontier request (redirects, Scrapy's retries) and
   requests with ``meta["dont_frontier"]`` go through a plain FIFO queue
-  here, ahead of frontier requests: they are fetched now.
+  here, ahead of frontier requests: they are fetched now. Those that are
+  not follow-ups pass Scrapy's duplicate filter (``DUPEFILTER_CLASS``)
+  first, unless ``dont_filter``, as in Scrapy's own scheduler.
 
 Every outcome of a frontier request is reported exactly once: its response
 (any status, HttpError included; the redirect chain and the spider's
 content score ``response.meta["linkrank_score"]`` with it) to
-``page_crawled``, or its failure to ``request_error`` (robots.txt and
-offsite refusals are not retried). See :mod:`.middleware` for how.
+``page_crawled``, or its failure to ``request_error``. See
+:mod:`.middleware` for how.
+
+Retries have one owner. With Scrapy's ``RetryMiddleware`` enabled (the
+default) Scrapy retries a failed fetch (``RETRY_TIMES``...) and the
+frontier records the final failure without retrying it; with
+``RETRY_ENABLED=False`` the frontier retries (``LINKRANK_MAX_RETRIES``
+times, ``LINKRANK_RETRY_DELAY`` apart). Robots.txt and offsite refusals
+and requests with ``meta["dont_retry"]`` are never retried.
+
+A start-up error (a setting, the page database, the seeds file) stops the
+crawl at once: one ERROR line naming the cause, finish reason
+``linkrank_start_failed``, and ``scrapy crawl`` exits with status 1.
 
 Politeness: requests are handed to Scrapy only while their downloader slot
 holds fewer than ``LINKRANK_OVERUSED_SLOT_FACTOR`` times its concurrency;
@@ -50,88 +66,32 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from frontera import FrontierManager
-from frontera import Settings as FronteraSettings
 from frontera.core.models import Request as FRequest
 from scrapy import signals
 from scrapy.core.scheduler import BaseScheduler
+from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.spidermiddlewares.httperror import HttpError
-from scrapy.utils.misc import load_object
+from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet import task
 
-from ..settings import LinkRankSettings, SettingsError
+from ..settings import SettingsError
+from .config import frontera_settings, read_seeds_file, slot_capacity
 from .converters import DONT_FRONTIER, FRONTIER_META, response_to_frontera, to_frontera, to_scrapy
+from .middleware import install
+from .startup import StartFailure
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 
-BACKEND = "frontera_linkrank.LinkRankBackend"
 REMOTE_SCHEDULER = "frontera_linkrank.scrapy.remote.RemoteScheduler"  # with LINKRANK_FRONTIER_URL
-FRONTERA_MIDDLEWARES = ["frontera_linkrank.backend.middleware.FingerprintMiddleware"]
 SEED_CHUNK = 10_000  # seeds per add_seeds call
 EMPTY_RETRY = 1.0  # seconds before asking an empty frontier again without news
-
-
-def read_seeds_file(path: str | os.PathLike[str]) -> list[str]:
-    """URLs of a seeds file: one per line, blank lines and ``#`` lines skipped.
-
-    >>> import tempfile
-    >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-    ...     _ = f.write("# start here\\nhttp://a.test/\\n\\n  http://b.test/x#frag  \\n")
-    >>> read_seeds_file(f.name)
-    ['http://a.test/', 'http://b.test/x#frag']
-    >>> os.unlink(f.name)
-    """
-    urls = []
-    with open(path, encoding="utf-8", errors="surrogateescape") as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith("#"):
-                urls.append(line)
-    return urls
-
-
-def frontera_settings(scrapy_settings: BaseSettings) -> tuple[FronteraSettings, LinkRankSettings]:
-    """Frontera settings for the manager, from a Scrapy project's settings.
-
-    Every ``LINKRANK_*`` setting of the project is passed on; a name that is
-    not a LinkRank setting (a typo) is an error. ``LINKRANK_MAX_REQUESTS_PER_HOST``
-    left at 0 becomes the slot capacity (see ``LINKRANK_OVERUSED_SLOT_FACTOR``).
-    """
-    attrs = {name: scrapy_settings[name] for name in scrapy_settings if name.startswith("LINKRANK_")}
-    s = LinkRankSettings(attrs)  # validates (unknown names too), with the setting's name in any error
-    if not s.MAX_REQUESTS_PER_HOST:
-        attrs["LINKRANK_MAX_REQUESTS_PER_HOST"] = slot_capacity(_domain_concurrency(scrapy_settings), s)
-    attrs.update(
-        BACKEND=BACKEND,
-        MIDDLEWARES=FRONTERA_MIDDLEWARES,
-        MAX_REQUESTS=0,  # the page budget is LINKRANK_MAX_PAGES, which survives restarts
-        MAX_NEXT_REQUESTS=batch_size(scrapy_settings, s),
-        AUTO_START=True,
-    )
-    return FronteraSettings(attributes=attrs), s
-
-
-def _domain_concurrency(scrapy_settings: BaseSettings) -> int:
-    return scrapy_settings.getint("CONCURRENT_REQUESTS_PER_IP") or scrapy_settings.getint(
-        "CONCURRENT_REQUESTS_PER_DOMAIN"
-    )
-
-
-def slot_capacity(concurrency: int, s: LinkRankSettings) -> int:
-    """Requests a downloader slot may hold before its host is overused."""
-    return max(1, math.ceil(max(1, concurrency) * s.OVERUSED_SLOT_FACTOR))
-
-
-def batch_size(scrapy_settings: BaseSettings, s: LinkRankSettings) -> int:
-    """Requests asked of the frontier at a time: ``LINKRANK_BATCH_SIZE``, else ``CONCURRENT_REQUESTS``."""
-    return s.BATCH_SIZE or max(1, scrapy_settings.getint("CONCURRENT_REQUESTS"))
 
 
 class _Errback:
@@ -156,8 +116,8 @@ class _Errback:
 class LinkRankScheduler(BaseScheduler):
     """Scrapy scheduler over a Frontera ``FrontierManager`` with ``LinkRankBackend``.
 
-    Needs :class:`~frontera_linkrank.scrapy.LinkRankSpiderMiddleware` in
-    ``SPIDER_MIDDLEWARES`` (it checks at start). Settings: all ``LINKRANK_*``
+    Adds :class:`~frontera_linkrank.scrapy.LinkRankSpiderMiddleware` to the
+    spider middlewares if the settings do not. Settings: all ``LINKRANK_*``
     (:mod:`frontera_linkrank.default_settings`), and Scrapy's
     ``CONCURRENT_REQUESTS`` (batch size) and ``CONCURRENT_REQUESTS_PER_DOMAIN``
     / ``_PER_IP`` (slot capacity).
@@ -166,8 +126,17 @@ class LinkRankScheduler(BaseScheduler):
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
-        self.fsettings, self.settings = frontera_settings(crawler.settings)
+        # An error here would reach Scrapy before it can close cleanly:
+        # open() reports it (see .startup).
+        self._start_error: Exception | None = None
+        self._startup = StartFailure(crawler)
+        try:
+            self.fsettings, self.settings = frontera_settings(crawler.settings)
+        except SettingsError as e:
+            self._start_error = e
         self.manager: FrontierManager | None = None
+        self.df: Any = None  # Scrapy's duplicate filter, for requests that bypass the frontier
+        self._scrapy_retries = False  # Scrapy's RetryMiddleware is enabled: it owns retries
         self.spider: Spider | None = None
         # redirects, retries, dont_frontier: fetched first
         self._local: collections.deque[Request] = collections.deque()
@@ -199,7 +168,21 @@ class LinkRankScheduler(BaseScheduler):
     # -- opening and closing -------------------------------------------------------------
     def open(self, spider: Spider) -> None:
         self.spider = spider
-        self._check_middleware()
+        try:
+            if self._start_error is not None:
+                raise self._start_error
+            install(self.crawler)
+            self._scrapy_retries = self.crawler.get_downloader_middleware(RetryMiddleware) is not None
+            self.df = build_from_crawler(load_object(self.crawler.settings["DUPEFILTER_CLASS"]), self.crawler)
+            self.df.open()
+            self._open_frontier()
+        except Exception as e:
+            if self.manager is not None:
+                manager, self.manager = self.manager, None
+                manager.stop()
+            self._startup.fail(e)
+
+    def _open_frontier(self) -> None:
         self.manager = FrontierManager.from_settings(self.fsettings)
         self.backend = self.manager.backend
         self._crawled_base = int(self.backend.stats().get("pages_crawled", 0))
@@ -220,18 +203,6 @@ class LinkRankScheduler(BaseScheduler):
             self._log_loop = task.LoopingCall(self._log_progress)
             self._log_loop.start(self.settings.LOG_INTERVAL, now=False)
 
-    def _check_middleware(self) -> None:
-        from .middleware import LinkRankSpiderMiddleware
-
-        engine = self.crawler.engine
-        mws = getattr(getattr(getattr(engine, "scraper", None), "spidermw", None), "middlewares", None)
-        if mws is not None and not any(isinstance(m, LinkRankSpiderMiddleware) for m in mws):
-            raise RuntimeError(
-                "LinkRankScheduler needs its spider middleware: add "
-                'SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30} '
-                "to the Scrapy settings"
-            )
-
     def _add_seeds_file(self, path: str) -> None:
         try:
             urls = read_seeds_file(path)
@@ -245,6 +216,8 @@ class LinkRankScheduler(BaseScheduler):
     def close(self, reason: str) -> None:
         if self._log_loop is not None and self._log_loop.running:
             self._log_loop.stop()
+        if self.df is not None:
+            self.df.close(reason)
         if self.manager is None:
             return
         self._flush_seeds()
@@ -263,25 +236,37 @@ class LinkRankScheduler(BaseScheduler):
 
     # -- Scrapy's scheduler interface ----------------------------------------------------
     def enqueue_request(self, request: Request) -> bool:
+        if self.manager is None:
+            return False  # the frontier did not start
         meta = request.meta
-        if meta.get(DONT_FRONTIER) or FRONTIER_META in meta:
-            # Not for the frontier, or a follow-up of a frontier request
-            # (redirect, retry): fetched now, ahead of the frontier.
-            self._local.append(request)
-            self.stats.inc_value("linkrank/scrapy_queue")
-            return True
+        if FRONTIER_META in meta:
+            # A follow-up of a frontier request (redirect, retry): fetched
+            # now, ahead of the frontier, which records the whole chain.
+            return self._enqueue_local(request, filtered=False)
+        if meta.get(DONT_FRONTIER):
+            return self._enqueue_local(request)
         try:
             seed = to_frontera(request, self.spider)
         except ValueError as e:
             logger.warning("%s goes through Scrapy's queue, not the frontier: %s", request.url, e)
-            self._local.append(request)
-            self.stats.inc_value("linkrank/scrapy_queue")
-            return True
+            return self._enqueue_local(request)
         self._seeds.append(seed)
         self.stats.inc_value("linkrank/seeds_start")
         return True
 
+    def _enqueue_local(self, request: Request, filtered: bool = True) -> bool:
+        """Queue a request that bypasses the frontier; False if Scrapy's
+        duplicate filter drops it (``filtered`` and not ``dont_filter``)."""
+        if filtered and not request.dont_filter and self.df.request_seen(request):
+            self.df.log(request, self.spider)
+            return False
+        self._local.append(request)
+        self.stats.inc_value("linkrank/scrapy_queue")
+        return True
+
     def has_pending_requests(self) -> bool:
+        if self.manager is None:
+            return False
         if self._local or self._seeds or self._n_buffered:
             return True
         if self._in_flight:
@@ -293,6 +278,8 @@ class LinkRankScheduler(BaseScheduler):
         return not self.manager.finished
 
     def next_request(self) -> Request | None:
+        if self.manager is None:
+            return None
         if self._local:
             return self._local.popleft()
         self._flush_seeds()
@@ -421,8 +408,10 @@ class LinkRankScheduler(BaseScheduler):
         if self.manager is None or not self._finish(request.meta):
             return
         meta = {b"scrapy_meta": {}}
-        if failure.check(IgnoreRequest):
-            meta[b"dont_retry"] = True  # robots.txt, offsite, too many redirects: permanent
+        if failure.check(IgnoreRequest) or self._scrapy_retries or request.meta.get("dont_retry"):
+            # Permanent (robots.txt, offsite, too many redirects), retried by
+            # Scrapy already, or not to be retried: recorded, not retried.
+            meta[b"dont_retry"] = True
         chain = request.meta.get("redirect_urls") or ()
         url = chain[0] if chain else request.url
         exc = failure.value
@@ -452,7 +441,7 @@ class LinkRankScheduler(BaseScheduler):
         self.stats.inc_value("linkrank/lost", len(lost))
 
     def _spider_idle(self, spider: Spider | None = None) -> None:
-        if self.settings.MAX_PAGES and self._budget_left() <= 0 and not self._in_flight:
+        if self.manager is not None and self.settings.MAX_PAGES and self._budget_left() <= 0 and not self._in_flight:
             raise CloseSpider("linkrank_page_budget")
 
     # -- progress ------------------------------------------------------------------------------

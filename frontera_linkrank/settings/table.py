@@ -121,7 +121,9 @@ SCHEDULING = Section("Scheduling", (
     S("LINKRANK_LEASE_TIMEOUT", Float(lo=0, open_lo=True), 3600.0,
       "A request neither crawled nor failed after this many seconds is offered again.",
       "Leases of a previous process are always offered again when the database is reopened."),
-    S("LINKRANK_MAX_RETRIES", Int(lo=0), 2, "Retry a failed fetch this many times, then record the page as an error."),
+    S("LINKRANK_MAX_RETRIES", Int(lo=0), 2, "Retry a failed fetch this many times, then record the page as an error.",
+      "Under Scrapy this applies with `RETRY_ENABLED = False` only: otherwise Scrapy's RetryMiddleware retries "
+      "(`RETRY_TIMES`) and the frontier records its final failure without retrying it (docs/scrapy.md)."),
     S("LINKRANK_RETRY_DELAY", Float(lo=0), 60.0, "Seconds before a failed fetch is retried."),
     S("LINKRANK_PUSH_THRESHOLD", Float(lo=0, open_lo=True), 0.3,
       "Policy `push`: a crawled page passes its residual on once it exceeds this (a page's teleport mass is 1).",
