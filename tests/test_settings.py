@@ -165,6 +165,48 @@ def test_unknown_name_is_refused_in_a_dict_and_through_scrapy():
     assert LinkRankSettings({"CONCURRENT_REQUESTS": 8, "BACKEND": "x"}).POLICY == "hybrid"
 
 
+# Settings that cannot work: a misspelt name is ignored otherwise, an infinite
+# hybrid weight hands out nothing and an infinite retry delay never retries,
+# and neither crawl ends.
+CANNOT_WORK = [
+    ("LINKRANK_POLCY", "fifo", "unknown setting LINKRANK_POLCY .*did you mean LINKRANK_POLICY"),
+    ("LINKRANK_HYBRID_WEIGHT", math.inf, "LINKRANK_HYBRID_WEIGHT=inf: must be a finite number"),
+    ("LINKRANK_HYBRID_WEIGHT", "inf", "LINKRANK_HYBRID_WEIGHT='inf': must be a finite number"),
+    ("LINKRANK_RETRY_DELAY", math.inf, "LINKRANK_RETRY_DELAY=inf: must be a finite number"),
+    ("LINKRANK_RETRY_DELAY", "inf", "LINKRANK_RETRY_DELAY='inf': must be a finite number"),
+]
+
+
+@pytest.mark.parametrize("name, value, message", CANNOT_WORK)
+def test_settings_that_cannot_work_are_refused_by_a_frontier_manager(tmp_path, monkeypatch, name, value, message):
+    path = tmp_path / "db"
+    attrs = {"BACKEND": "frontera_linkrank.LinkRankBackend", "LINKRANK_PATH": str(path), name: value}
+    with pytest.raises(SettingsError, match=message):
+        FrontierManager.from_settings(FronteraSettings(attributes=attrs))
+    # the same in a Frontera settings module (a module of its own per case)
+    module = f"frontier_settings_{tmp_path.name}"
+    text = "".join(f"{k} = {v!r}\n" for k, v in attrs.items() if k != name)
+    (tmp_path / f"{module}.py").write_text(text + f"{name} = {value!r}\n".replace("= inf", "= float('inf')"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SettingsError, match=message):
+        FrontierManager.from_settings(FronteraSettings(module=module))
+    assert not path.exists()  # refused before anything is written
+
+
+@pytest.mark.parametrize("project", ["scheduler", "addon"])
+@pytest.mark.parametrize("name", ["LINKRANK_POLCY", "LINKRANK_HYBRID_WEIGHT", "LINKRANK_RETRY_DELAY"])
+def test_settings_that_cannot_work_stop_scrapy_crawl(tmp_path, project, name):
+    from test_scrapy_setup import error_lines, stock_crawl
+
+    settings = {"LINKRANK_PATH": str(tmp_path / "db"), name: "fifo" if name == "LINKRANK_POLCY" else "inf"}
+    out = stock_crawl("http://127.0.0.1:9", project, "stock", "http://a.test/", settings, timeout=60)
+    assert out.returncode != 0, out.stderr[-3000:]
+    errors = error_lines(out.stderr)
+    assert len(errors) == 1 and name in errors[0], errors
+    assert out.stderr.count("Traceback (most recent call last)") <= 1
+    assert not (tmp_path / "db").exists()
+
+
 def test_a_frontera_manager_gets_the_validated_values(tmp_path):
     attrs = {"BACKEND": "frontera_linkrank.LinkRankBackend", "LINKRANK_PATH": str(tmp_path / "db"),
              "LINKRANK_SYNC": "false", "LINKRANK_POLICY": "FIFO", "LINKRANK_MAX_RETRIES": "3"}
