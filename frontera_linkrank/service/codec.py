@@ -116,16 +116,32 @@ def link(req: Any, fp_hex: bytes) -> list:
     return [req.url, fp_hex, request_parts(req)]
 
 
+class PlainLink:
+    """A plain GET link as the frontier core reads it (cheaper than a full request: one per link)."""
+
+    __slots__ = ("url", "meta")
+    method = b"GET"
+    headers: dict = {}
+    cookies: dict = {}
+    body = b""
+
+    def __init__(self, url: str, meta: dict) -> None:
+        self.url = url
+        self.meta = meta
+
+
 def to_request(item: Any, factory: Any = OutgoingRequest) -> Any:
-    """A request (made by ``factory``) from the wire form of a link;
-    raises :class:`CodecError` if it is malformed."""
-    if not isinstance(item, (list, tuple)) or len(item) != 3:
-        raise CodecError("a link is not [url, fingerprint, parts]")
+    """A request (made by ``factory``; a :class:`PlainLink` for a plain
+    GET) from the wire form of a link; raises :class:`CodecError` if it is
+    malformed."""
+    if type(item) is not list or len(item) != 3:
+        if not isinstance(item, (list, tuple)) or len(item) != 3:
+            raise CodecError("a link is not [url, fingerprint, parts]")
     url, fp, parts = item
-    if not isinstance(url, str) or not isinstance(fp, bytes) or len(fp) != 40:
+    if type(url) is not str or type(fp) is not bytes or len(fp) != 40:
         raise CodecError("a link's URL or fingerprint is malformed")
     if parts is None:
-        return factory(url=url, meta={FINGERPRINT_KEY: fp, b"scrapy_meta": {}})
+        return PlainLink(url, {FINGERPRINT_KEY: fp})
     if not isinstance(parts, dict) or not isinstance(parts.get("x", {}), dict):
         raise CodecError("a link's parts are malformed")
     meta = dict(parts.get("x") or {})

@@ -250,12 +250,16 @@ class FrontierService:
             meta[b"score"] = item["sc"]
         request = OutgoingRequest(url=chain[0] if chain else item["u"], meta=meta)
         self.core.page_fetched(_Response(item["u"], item["s"], item.get("hd") or {}, request))
-        links = []
-        for link in item.get("ln") or ():
-            try:
-                links.append(codec.to_request(link))
-            except codec.CodecError:
-                self.counters["bad_links"] += 1
+        wire = item.get("ln") or ()
+        try:
+            links = [codec.to_request(link) for link in wire]
+        except codec.CodecError:  # keep the good ones
+            links = []
+            for link in wire:
+                try:
+                    links.append(codec.to_request(link))
+                except codec.CodecError:
+                    self.counters["bad_links"] += 1
         if links:
             self.core.links_found(request, links)
 

@@ -1,0 +1,278 @@
+"""Throughput of a shared frontier (serve-frontier + spiders over Redis).
+
+Three measurements in one run, on this machine:
+
+1. **in-process**: the frontier core alone, fed in-process with instantly
+   "fetched" pages of a synthetic web (10 links a page: 5 new pages of
+   the same host, 5 drawn from a Zipf law over known pages); only the
+   core's own calls are timed (fingerprints are computed outside, as a
+   spider would);
+2. **ceiling**: ``serve-frontier`` in its own process, fed by fake spider
+   processes that take requests from the broker and report each one at
+   once with the same 10 links (fingerprints computed by the fake
+   spiders): the most pages a second the frontier applies through the
+   broker;
+3. **slow web**: ``scrapy crawl`` processes (1, 2, 4, 8 by default)
+   against ``serve-web`` answering every page after 100 ms, on a graph of
+   many hosts: pages a second as spiders are added.
+
+Everything runs on 127.0.0.1 with a redis-server started here (unix
+socket, AOF on) and stopped at the end.
+
+    python benchmarks/distributed.py                  # all three
+    python benchmarks/distributed.py --spiders 1 2 --window 15
+    python benchmarks/distributed.py --skip-web       # in-process and ceiling only
+"""
+
+import argparse
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from brokers import RedisServer  # noqa: E402  (the tests' broker helper)
+from crawlweb import EXAMPLE, TestWebServer, crawl_env  # noqa: E402
+from frontera_linkrank.core.codec import OutgoingRequest  # noqa: E402
+from frontera_linkrank.core.frontier_core import FrontierCore  # noqa: E402
+from frontera_linkrank.service.redis_transport import RedisTransport  # noqa: E402
+from frontera_linkrank.settings import LinkRankSettings  # noqa: E402
+from frontera_linkrank.storage.urls import fingerprint  # noqa: E402
+
+BIN = os.path.dirname(sys.executable)
+HOSTS = 2000
+CRAWL = "bench"
+
+
+# -- the synthetic web ------------------------------------------------------------------------
+def url_of(p):
+    return f"http://h{p % HOSTS}.example.com/page/{p}"
+
+
+def page_of(url):
+    return int(url.rsplit("/", 1)[1])
+
+
+def links_of(p):
+    rng = np.random.default_rng(p)
+    own = [5 * p + k for k in range(1, 6)]
+    popular = ((rng.zipf(1.3, 5) - 1) % max(p, 1)).tolist()
+    return [url_of(q) for q in own + popular]
+
+
+def fp_hex(url):
+    return fingerprint(url).hex().encode()
+
+
+class Fetched:
+    """A fetched page as the core reads it (status 200, no body)."""
+
+    def __init__(self, request):
+        self.url, self.status_code, self.headers, self.body = request.url, 200, {}, b""
+        self.request = request
+        self.meta = request.meta
+
+
+# -- 1. in-process -----------------------------------------------------------------------------
+def in_process(workdir, seconds, batch=256):
+    core = FrontierCore(LinkRankSettings({"LINKRANK_PATH": os.path.join(workdir, "inproc"), "LINKRANK_SYNC": False}))
+    core.add_seeds([OutgoingRequest(url_of(0))])
+    timed = cpu = 0.0
+    pages = 0
+    wall = time.monotonic()
+    while time.monotonic() - wall < seconds:
+        t, c = time.perf_counter(), time.process_time()
+        requests = core.next_requests(batch)
+        timed += time.perf_counter() - t
+        cpu += time.process_time() - c
+        # The spider's share (outside the timed region): links and their fingerprints.
+        work = []
+        for r in requests:
+            links = [OutgoingRequest(u, meta={b"fingerprint": fp_hex(u), b"scrapy_meta": {}})
+                     for u in links_of(page_of(r.url))]
+            work.append((r, links))
+        t, c = time.perf_counter(), time.process_time()
+        for r, links in work:
+            core.page_fetched(Fetched(r))
+            core.links_found(r, links)
+        timed += time.perf_counter() - t
+        cpu += time.process_time() - c
+        pages += len(requests)
+    core.close()
+    return pages / timed, pages / cpu, pages
+
+
+# -- 2. the ceiling with fake spiders ------------------------------------------------------------
+def fake_spider(url, sid, stop_at):
+    from frontera_linkrank.service.client import RemoteFrontier
+
+    client = RemoteFrontier(lambda: RedisTransport(url, CRAWL), sid, prefetch=512, interval=1.0)
+    client.start()
+    while time.time() < stop_at:
+        got = client.take(512)
+        if not got:
+            time.sleep(0.002)
+            continue
+        for p, entry_id, e in got:
+            links = [[u, fp_hex(u), None] for u in links_of(page_of(e.url))]
+            client.done(p, entry_id, {"k": "f", "l": e.lease, "f": e.fp, "u": e.url, "s": 200, "h": 1, "ln": links})
+    client.stop(2)
+
+
+def crawled(url):
+    t = RedisTransport(url, CRAWL)
+    try:
+        st = t.get("state") or {}
+    finally:
+        t.close()
+    return int((st.get("stats") or {}).get("pages_crawled", 0))
+
+
+def start_frontier(workdir, name, url, seeds, partitions=64):
+    log = open(os.path.join(workdir, name + ".log"), "w")
+    return subprocess.Popen([os.path.join(BIN, "frontera-linkrank"), "serve-frontier", os.path.join(workdir, name),
+                             "--broker", url, "--crawl", CRAWL, "--seeds", seeds, "--partitions", str(partitions),
+                             "--set", "LINKRANK_SYNC=False", "--log-level", "WARNING"],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(proc):
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of process ``pid`` so far (Linux)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(url, window, pid, warmup_pages=200, timeout=60):
+    """``(pages a second, pages per CPU second of process pid)`` the frontier
+    reports over ``window`` seconds after a warm-up."""
+    t0 = time.monotonic()
+    while crawled(url) < warmup_pages:
+        if time.monotonic() - t0 > timeout:
+            raise RuntimeError("the crawl did not start")
+        time.sleep(0.2)
+    c0, t0, u0 = crawled(url), time.monotonic(), cpu_seconds(pid)
+    time.sleep(window)
+    c1, t1, u1 = crawled(url), time.monotonic(), cpu_seconds(pid)
+    return (c1 - c0) / (t1 - t0), (c1 - c0) / max(u1 - u0, 1e-9)
+
+
+def ceiling(workdir, redis_dir, n_spiders, window):
+    server = RedisServer(redis_dir)
+    seeds = os.path.join(workdir, "seeds.txt")
+    with open(seeds, "w") as f:
+        f.write(url_of(0) + "\n")
+    frontier = start_frontier(workdir, "ceiling", server.url, seeds)
+    stop_at = time.time() + window + 40
+    spiders = [mp.Process(target=fake_spider, args=(server.url, f"fake{k}", stop_at)) for k in range(n_spiders)]
+    for p in spiders:
+        p.start()
+    try:
+        rate = measure(server.url, window, frontier.pid, warmup_pages=2000)
+    finally:
+        for p in spiders:
+            p.terminate()
+            p.join(10)
+        stop(frontier)
+        server.stop()
+    return rate
+
+
+# -- 3. scrapy crawl against a slow web -----------------------------------------------------------
+def slow_graph(path, hosts=200, pages=100, seed=1):
+    rng = np.random.default_rng(seed)
+    n = hosts * pages
+    host = np.repeat(np.arange(hosts), pages)
+    rows = []
+    for v in range(n):
+        h = host[v]
+        out = {h * pages, ((h + 1) % hosts) * pages}
+        for _ in range(6):
+            hh = rng.integers(hosts) if rng.random() < 0.2 else h
+            out.add(int(hh * pages + rng.integers(pages)))
+        out.discard(v)
+        rows.append(sorted(out))
+    indptr = np.zeros(n + 1, np.int64)
+    indptr[1:] = np.cumsum([len(r) for r in rows])
+    np.savez(path, indptr=indptr, indices=np.array([w for r in rows for w in r], np.int64), hosts=host)
+    return path
+
+
+def slow_web(workdir, redis_dir, n_spiders, window, web):
+    server = RedisServer(redis_dir)
+    seeds = os.path.join(workdir, "web_seeds.txt")
+    with open(seeds, "w") as f:
+        f.write("http://h0.web.test/p0\n")
+    name = f"web{n_spiders}"
+    frontier = start_frontier(workdir, name, server.url, seeds)
+    procs = []
+    for k in range(n_spiders):
+        cmd = [os.path.join(BIN, "scrapy"), "crawl", "example", "-s", f"LINKRANK_FRONTIER_URL={server.url}",
+               "-s", f"LINKRANK_CRAWL={CRAWL}", "-s", f"LINKRANK_SPIDER_ID=sp{k}", "-s", "LINKRANK_SEEDS_FILE=",
+               "-s", "LINKRANK_LOG_INTERVAL=0", "-s", "LOG_LEVEL=WARNING", "-s", "CONCURRENT_REQUESTS=16",
+               "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2", "-s", "ROBOTSTXT_OBEY=False",
+               "-s", f"LOG_FILE={os.path.join(workdir, name + f'_sp{k}.log')}"]
+        procs.append(subprocess.Popen(cmd, cwd=EXAMPLE, env=crawl_env(web.proxy), stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, start_new_session=True))
+    try:
+        time.sleep(3)  # let every spider start before measuring
+        rate, _ = measure(server.url, window, frontier.pid, warmup_pages=100, timeout=120)
+    finally:
+        for p in procs:
+            stop(p)
+        stop(frontier)
+        server.stop()
+    return rate
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spiders", type=int, nargs="+", default=[1, 2, 4, 8])
+    ap.add_argument("--fake-spiders", type=int, default=2)
+    ap.add_argument("--window", type=float, default=20.0, help="seconds each rate is measured over")
+    ap.add_argument("--skip-web", action="store_true")
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="lr-dist-bench-")
+    try:
+        rate, rate_cpu, pages = in_process(work, args.window)
+        print(f"in-process frontier core: {rate:,.0f} pages/s, {rate_cpu:,.0f} pages per CPU second "
+              f"({pages:,} pages, 10 links each, LMDB sync off, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f})")
+        top, top_cpu = ceiling(work, os.path.join(work, "redis-c"), args.fake_spiders, args.window)
+        print(f"serve-frontier ceiling, {args.fake_spiders} fake spiders reporting at once: {top:,.0f} pages/s "
+              f"({top / rate:.0%} of in-process), {top_cpu:,.0f} pages per CPU second of the frontier process "
+              f"({top_cpu / rate_cpu:.0%} of in-process)")
+        if args.skip_web:
+            return
+        npz = slow_graph(os.path.join(work, "web.npz"))
+        os.makedirs(os.path.join(work, "web"))
+        with TestWebServer(npz, os.path.join(work, "web"), timeout=3600,
+                           extra=["--slow", "1", "--slow-delay", "0.1"]) as web:
+            for n in args.spiders:
+                r = slow_web(work, os.path.join(work, f"redis-w{n}"), n, args.window, web)
+                print(f"scrapy crawl x {n}, web answering in 100 ms: {r:,.1f} pages/s ({r / n:,.1f} per spider)",
+                      flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
