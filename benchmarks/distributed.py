@@ -25,6 +25,7 @@ socket, AOF on) and stopped at the end.
 """
 
 import argparse
+import functools
 import multiprocessing as mp
 import os
 import shutil
@@ -62,13 +63,18 @@ def page_of(url):
     return int(url.rsplit("/", 1)[1])
 
 
+# Zipf draws made once: the fake spiders must cost little CPU, or they, not
+# the frontier, set the ceiling on a small machine.
+ZIPF = (np.random.default_rng(7).zipf(1.3, 1 << 20) - 1).tolist()
+
+
 def links_of(p):
-    rng = np.random.default_rng(p)
     own = [5 * p + k for k in range(1, 6)]
-    popular = ((rng.zipf(1.3, 5) - 1) % max(p, 1)).tolist()
+    popular = [ZIPF[(5 * p + k) & ((1 << 20) - 1)] % max(p, 1) for k in range(5)]
     return [url_of(q) for q in own + popular]
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def fp_hex(url):
     return fingerprint(url).hex().encode()
 

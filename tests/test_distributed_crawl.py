@@ -70,7 +70,7 @@ def spider(url, proxy, sid, workdir, seeds=None, extra=()):
     """``scrapy crawl example`` as spider ``sid`` of the shared frontier."""
     cmd = [os.path.join(BIN, "scrapy"), "crawl", "example", "-s", f"LINKRANK_FRONTIER_URL={url}",
            "-s", f"LINKRANK_CRAWL={CRAWL}", "-s", f"LINKRANK_SPIDER_ID={sid}", "-s", "LINKRANK_HEARTBEAT_INTERVAL=1",
-           "-s", f"LINKRANK_SEEDS_FILE={seeds or ''}", "-s", "LINKRANK_LOG_INTERVAL=0",
+           "-s", f"LINKRANK_SEEDS_FILE={seeds or ''}", "-s", "LINKRANK_LOG_INTERVAL=0", "-s", "LINKRANK_SECRET=s3cret",
            "-s", f"LOG_FILE={os.path.join(workdir, sid + '.log')}", "-s", "LOG_LEVEL=INFO", *extra]
     return subprocess.Popen(cmd, cwd=EXAMPLE, env=crawl_env(proxy), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)

@@ -170,3 +170,30 @@ def test_lease_records_commit_with_the_leases(tmp_path):
     with pytest.raises(ValueError, match="partition count"):
         LeaseBook(core.db, 8)
     core.close()
+
+
+# -- signatures (LINKRANK_SECRET) --------------------------------------------------------------
+def test_signed_parts_survive_the_frontier_and_tampering_is_seen(tmp_path):
+    from frontera.core.models import Request as FRequest
+
+    key = b"k3y"
+    url = "http://a.test/form"
+    spider_req = FRequest(url=url, method=b"POST", headers={b"X-Token": [b"t"]}, body=b"q=1",
+                          meta={b"scrapy_callback": "parse_form", b"scrapy_meta": {"page": 2, "tags": ("a", "b")},
+                                b"score": 0.5})
+    wire = codec.link(spider_req, fp(url), key)
+    # Through the frontier: decoded, stored in the page database, handed out, encoded.
+    core = open_core(tmp_path / "db")
+    core.add_seeds([codec.to_request(wire)])
+    (out,) = core.next_requests(1)
+    entry = codec.read_feed_entry(codec.feed_entry(1, out))
+    core.close()
+    assert entry.parts["x"][b"scrapy_callback"] == "parse_form"
+    assert codec.verified(url, entry.parts, key)
+    assert not codec.verified(url, entry.parts, b"other key")
+    assert not codec.verified("http://a.test/elsewhere", entry.parts, key)
+    forged = {**entry.parts, "x": {**entry.parts["x"], b"scrapy_callback": "delete_everything"}}
+    assert not codec.verified(url, forged, key)
+    unsigned = codec.link(spider_req, fp(url))[2]
+    assert not codec.verified(url, unsigned, key)
+    assert codec.verified(url, None, key)  # a plain GET has no parts to forge

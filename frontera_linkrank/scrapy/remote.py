@@ -56,13 +56,15 @@ class RemoteManager:
     """The part of Frontera's ``FrontierManager`` the scheduler uses, over a
     :class:`~frontera_linkrank.service.client.RemoteFrontier`."""
 
-    def __init__(self, client: RemoteFrontier, close_when_finished: bool = True) -> None:
+    def __init__(self, client: RemoteFrontier, close_when_finished: bool = True, secret: str | None = None) -> None:
         self.client = client
+        self.key = secret.encode("utf-8") if secret else None
         self.close_when_finished = close_when_finished
         self.backend = self  # the scheduler reads stats() of its backend
         self.held: dict[bytes, tuple[int, str, int]] = {}  # fingerprint -> (partition, entry id, lease)
         self._current: tuple[int, str, dict] | None = None
         self.unmatched = 0
+        self.unsigned = 0  # requests whose parts failed the signature check
 
     # -- what the scheduler calls ------------------------------------------------------------
     def add_seeds(self, seeds: list[FRequest]) -> None:
@@ -70,13 +72,18 @@ class RemoteManager:
         for r in seeds:
             fp = _fp(r.url)
             if fp is not None:
-                links.append(codec.link(r, fp))
+                links.append(codec.link(r, fp, self.key))
         self.client.add_seeds(links)
 
     def get_next_requests(self, max_n: int = 0, key_type: str = "domain", overused_keys: Any = ()) -> list[FRequest]:
         out = []
         for p, entry_id, e in self.client.take(max_n):
             parts = e.parts or {}
+            if self.key is not None and not codec.verified(e.url, e.parts, self.key):
+                logger.warning("%s: its stored parts are not signed with LINKRANK_SECRET: fetched as a plain GET",
+                               e.url)
+                self.unsigned += 1
+                parts = {}
             meta = dict(parts.get("x") or {})
             meta.setdefault(b"scrapy_meta", {})
             meta[b"fingerprint"] = e.fp
@@ -113,7 +120,7 @@ class RemoteManager:
         for link in links:
             fp = _fp(link.url)
             if fp is not None:
-                wire.append(codec.link(link, fp))
+                wire.append(codec.link(link, fp, self.key))
         self._current[2]["ln"] = wire
 
     def end_report(self) -> None:
@@ -142,6 +149,7 @@ class RemoteManager:
         out = {"pages": 0, "hosts": 0, "queued": 0, "omega_cash": 0.0, "history_total": 0.0, "error_bound": 0.0}
         out.update(self.client.stats())
         out["unmatched_reports"] = self.unmatched
+        out["unsigned_requests"] = self.unsigned
         return out
 
     def stop(self) -> None:
@@ -185,7 +193,7 @@ class RemoteScheduler(LinkRankScheduler):
         client = RemoteFrontier(lambda: RedisTransport(url, crawl), spider_id, prefetch, s.HEARTBEAT_INTERVAL,
                                 {"spider": spider.name, "machine": socket.gethostname(), "pid": os.getpid(),
                                  "started": time.time()})
-        self.manager = self.backend = RemoteManager(client, s.CLOSE_WHEN_FINISHED)
+        self.manager = self.backend = RemoteManager(client, s.CLOSE_WHEN_FINISHED, s.SECRET)
         client.start()
         if s.SEEDS_FILE:
             self._add_seeds_file(s.SEEDS_FILE)

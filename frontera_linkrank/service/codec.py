@@ -24,13 +24,15 @@ are computed by the spiders: that per-link work is the part that scales.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 import msgpack
 
-from ..core.codec import FINGERPRINT_KEY, OutgoingRequest
+from ..core.codec import FINGERPRINT_KEY, INTERNAL_META, OutgoingRequest
 
 logger = logging.getLogger(__name__)
 
@@ -111,9 +113,11 @@ def _plain_meta(meta: dict, url: str) -> dict:
     return out
 
 
-def link(req: Any, fp_hex: bytes) -> list:
-    """The wire form of a link or seed: ``[url, fingerprint, parts]``."""
-    return [req.url, fp_hex, request_parts(req)]
+def link(req: Any, fp_hex: bytes, key: bytes | None = None) -> list:
+    """The wire form of a link or seed: ``[url, fingerprint, parts]``
+    (parts signed with ``key`` if given)."""
+    parts = request_parts(req)
+    return [req.url, fp_hex, parts if key is None else sign(req.url, parts, key)]
 
 
 class PlainLink:
@@ -152,6 +156,44 @@ def to_request(item: Any, factory: Any = OutgoingRequest) -> Any:
         raise CodecError("a link's method is malformed")
     return factory(url=url, method=method, headers=parts.get("h") or {}, cookies=parts.get("c") or {},
                    meta=meta, body=parts.get("b") or b"")
+
+
+# -- signatures ---------------------------------------------------------------------------
+SIGNATURE_KEY = b"linkrank_sig"  # meta key of a request's signature (LINKRANK_SECRET)
+
+
+def _canonical(obj: Any) -> Any:
+    """``obj`` with dicts as key-sorted pairs and tuples as lists (stable under storage round trips)."""
+    if isinstance(obj, dict):
+        return sorted(([_canonical(k), _canonical(v)] for k, v in obj.items()), key=repr)
+    if isinstance(obj, (list, tuple)):
+        return [_canonical(v) for v in obj]
+    return obj
+
+
+def signature(url: str, parts: dict, key: bytes) -> bytes:
+    """HMAC-SHA256 (16 bytes) of a request's URL and the parts the frontier
+    stores and hands back (method, headers, cookies, body, meta less the
+    frontier's own keys)."""
+    meta = {k: v for k, v in (parts.get("x") or {}).items()
+            if k not in INTERNAL_META and k != SIGNATURE_KEY and not (k == b"scrapy_meta" and not v)}
+    doc = [url, parts.get("m") or b"GET", parts.get("h") or {}, parts.get("c") or {}, parts.get("b") or b"", meta]
+    return hmac.new(key, pack(_canonical(doc)), hashlib.sha256).digest()[:16]
+
+
+def sign(url: str, parts: dict | None, key: bytes) -> dict | None:
+    """``parts`` with their signature in the meta (None stays None: a plain GET carries nothing to forge)."""
+    if parts is not None:
+        parts.setdefault("x", {})[SIGNATURE_KEY] = signature(url, parts, key)
+    return parts
+
+
+def verified(url: str, parts: dict | None, key: bytes) -> bool:
+    """True if ``parts`` (None included) carry a valid signature under ``key``."""
+    if parts is None:
+        return True
+    sig = (parts.get("x") or {}).get(SIGNATURE_KEY)
+    return isinstance(sig, bytes) and hmac.compare_digest(sig, signature(url, parts, key))
 
 
 # -- feed entries -------------------------------------------------------------------------

@@ -88,6 +88,7 @@ class FrontierService:
         self.moving: dict[int, str] = {}
         self.paused_until: dict[int, float] = {}
         self.version = 0
+        self._first_seen: float | None = None
         self.live: dict[str, dict] = {}
         self.epoch: str | None = None
         self._pending_phase = True  # after a start: our own unacknowledged log entries first
@@ -270,6 +271,12 @@ class FrontierService:
         for s, info in spiders.items():
             if info is None and s not in self.owners and s not in self.moving.values():
                 self.t.forget_spider(s)
+        if self.live and all(o is None for o in self.owners):
+            # The first spiders: wait a heartbeat for those started with them,
+            # so they split the partitions at once instead of by moves.
+            self._first_seen = self._first_seen or now
+            if now - self._first_seen < max(float(i.get("interval", 2.0)) for i in self.live.values()):
+                return
         owners, moving = plan(self.owners, self.moving, sorted(self.live))
         open_by_p = self.book.by_partition()
         grace = max([float(i.get("interval", 2.0)) for i in self.live.values()] or [2.0]) + 0.5

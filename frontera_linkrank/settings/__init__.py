@@ -166,6 +166,7 @@ class LinkRankSettings:
     PREFETCH: int
     HEARTBEAT_INTERVAL: float
     CLOSE_WHEN_FINISHED: bool
+    SECRET: str | None
 
     def __init__(self, source: Any = None, **overrides: Any) -> None:
         if isinstance(source, LinkRankSettings):

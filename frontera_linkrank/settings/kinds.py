@@ -261,6 +261,20 @@ class Name(Kind):
         return "name (letters, digits, `._-`)" + (" or `None`" if self.optional else "")
 
 
+class Secret(Kind):
+    """A non-empty string kept secret (or ``None``/``""`` for none); the docs never show a value."""
+
+    def check(self, value: Any) -> str | None:
+        if value is None or value == "":
+            return None
+        if isinstance(value, str):
+            return value
+        raise SettingsError("must be a string")
+
+    def allowed(self) -> str:
+        return "string or `None`"
+
+
 class HostList(Kind):
     """Host names: a list, or one string separated by commas or spaces.
     Normalised to a sorted list of distinct lower-case names without a

@@ -31,6 +31,7 @@ from .kinds import (
     Name,
     OptionalPath,
     Path,
+    Secret,
     Setting,
     Window,
 )
@@ -248,6 +249,11 @@ DISTRIBUTED = Section("Several spiders, one frontier (serve-frontier)", (
       "Seconds between a spider's heartbeats (and checks of its share of the hosts).",
       "A spider silent for three intervals is taken for dead: the frontier gives its hosts, and the requests it "
       "held, to the other spiders."),
+    S("LINKRANK_SECRET", Secret(), None,
+      "Key signing the request parts a spider stores in the frontier (callbacks, meta, headers, body).",
+      "Spiders with the same key sign what they send and check what comes back: requests whose parts are "
+      "unsigned or altered (someone else writing to the broker) are fetched as plain GETs to the default "
+      "callback, with a warning. The frontier needs no key. Nothing from the broker is ever unpickled."),
     S("LINKRANK_CLOSE_WHEN_FINISHED", Bool(), True,
       "Close the spider (reason `finished`) when the frontier says the crawl is finished.",
       "False keeps spiders waiting for more work (a continuous crawl fed with new seeds)."),
