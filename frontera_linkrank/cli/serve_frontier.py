@@ -69,7 +69,7 @@ def main(argv: Argv, prog: str) -> None:
 
     from ..core.codec import OutgoingRequest
     from ..core.frontier_core import FrontierCore
-    from ..scrapy.scheduler import read_seeds_file
+    from ..scrapy.config import read_seeds_file
     from ..service.redis_transport import RedisTransport
     from ..service.server import FrontierService
 
