@@ -2,8 +2,10 @@
 
 Every tool opens the page database read-only (so it works while a crawl
 writes to it; it sees the last commit), streams its output, exits quietly
-when the reader of a pipe goes away (``| head``), and turns a wrong path or
-a broken database into one clear line on stderr and exit status 2.
+when the reader of a pipe goes away (``| head``), and turns a wrong path, a
+broken database, or a file it cannot open, read or write (permission
+denied, read-only file system, disk full) into one clear line on stderr,
+``PROG: error: PATH: CAUSE``, and exit status 2.
 
 A tool is a module of this package with a ``main(argv=None, prog=...)``
 made by :func:`tool`; it runs both as ``frontera-linkrank NAME`` and as its
@@ -21,6 +23,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, TextIO
 
+import lmdb
 import numpy as np
 
 from ..scoring.aopic import Aopic
@@ -61,13 +64,24 @@ def error_line(prog: str, message: object) -> None:
     print(f"{prog}: error: {message}", file=sys.stderr)
 
 
+def os_error(e: OSError) -> str:
+    """``PATH: CAUSE`` of an ``OSError`` (``CAUSE`` alone without a path)."""
+    cause = e.strerror or str(e)
+    if e.filename is None:
+        return cause
+    if e.filename2 is not None:
+        return f"{e.filename} -> {e.filename2}: {cause}"
+    return f"{e.filename}: {cause}"
+
+
 def tool(default_prog: str) -> Callable[[Callable[[Argv, str], int | None]], ToolMain]:
     """Decorator making a tool's ``main(argv=None, prog=default_prog)``.
 
     The decorated function takes ``(argv, prog)`` and returns an exit
-    status or None (0). :class:`ToolError` and :class:`PageDBError` become
-    one line on stderr and status 2; a closed pipe ends quietly with 0;
-    Ctrl-C gives 130.
+    status or None (0). :class:`ToolError`, :class:`PageDBError`, an
+    ``OSError`` (a file that cannot be opened, read or written: the line
+    names it and the cause) and an LMDB error become one line on stderr and
+    status 2; a closed pipe ends quietly with 0; Ctrl-C gives 130.
     """
 
     def wrap(fn: Callable[[Argv, str], int | None]) -> ToolMain:
@@ -83,6 +97,12 @@ def tool(default_prog: str) -> Callable[[Callable[[Argv, str], int | None]], Too
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, sys.stdout.fileno())
                 return 0
+            except OSError as e:
+                error_line(prog, os_error(e))
+                return 2
+            except lmdb.Error as e:
+                error_line(prog, f"page database: {e}")
+                return 2
             except KeyboardInterrupt:
                 return 130
 

@@ -51,7 +51,7 @@ def read_roots(path: str) -> list[str]:
         with open(path, encoding="utf-8") as f:
             return [s for s in (line.strip() for line in f) if s and not s.startswith("#")]
     except OSError as e:
-        raise ToolError(f"cannot read root file: {e}") from None
+        raise ToolError(f"{path}: cannot read the root file: {e.strerror or e}") from None
 
 
 def write_text(path: str, text: str) -> None:
@@ -67,7 +67,7 @@ def write_text(path: str, text: str) -> None:
     except OSError as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
-        raise ToolError(f"cannot write {path}: {e}") from None
+        raise ToolError(f"{path}: cannot write: {e.strerror or e}") from None
 
 
 def arguments(prog: str) -> argparse.ArgumentParser:
