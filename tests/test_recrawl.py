@@ -126,6 +126,28 @@ def test_failed_refresh_keeps_the_page_then_gives_up(make_backend, clock):
     assert abs(b.core.aopic.residual()) < 1e-9
 
 
+def test_a_fetch_the_crawler_retried_is_not_retried_again(make_backend, clock):
+    # meta[b"retried"]: the crawler (Scrapy's RetryMiddleware) retried the
+    # fetch already. A new page is given up at once; a refresh keeps its
+    # stored copy and is refreshed again later, as any failed refresh.
+    D = "http://d.test/"
+    b = make_backend(clock=clock, MAX_RETRIES=2, RETRY_DELAY=5, **RECRAWL)
+    first_crawl(b, clock)
+    b.add_seeds([req(D)])
+    clock.advance(100)
+    reqs = {r.url: r for r in b.get_next_requests(10)}
+    v = b.db.vertices
+    for url in (D, A):
+        reqs[url].meta[b"retried"] = True
+        b.request_error(reqs[url], "TimeoutError: took too long")
+    d, a = page_index(b.db, D), page_index(b.db, A)
+    assert v.state[d] == ERROR and v.errors[d] == 1 and b.core.counters["pages_failed"] == 1
+    assert v.state[a] == CRAWLED and v.n_crawls[a] == 1
+    clock.advance(6)
+    assert {r.url for r in b.get_next_requests(10)} == {A}  # the refresh again; D never
+    assert abs(b.core.aopic.residual()) < 1e-9
+
+
 def test_refreshes_obey_overused_hosts_and_the_per_host_cap(make_backend, clock):
     hosts = [f"http://h{k}.test/" for k in range(4)]
     b = make_backend(clock=clock, MAX_REQUESTS_PER_HOST=1, **RECRAWL)

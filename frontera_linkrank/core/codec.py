@@ -16,6 +16,8 @@ from typing import Any, Protocol
 SCORE_KEY = b"score"  # response meta: content score of the page; link meta: its hint
 SEED_WEIGHT_KEY = b"seed_weight"  # seed request meta: share of ω's cash
 FINGERPRINT_KEY = b"fingerprint"
+# failed request meta: the crawler retried this fetch already (Scrapy's RetryMiddleware)
+RETRIED_KEY = b"retried"
 # response meta: the body's content hash computed by a remote fetcher (the body itself is not sent)
 CONTENT_HASH_KEY = b"content_hash"
 

@@ -43,7 +43,7 @@ from ..settings import LinkRankSettings
 from ..storage.pagedb import PageDB
 from ..storage.vertices import CRAWLED, ERROR, F_EXTRAS, F_REFRESH, F_SEED, F_VALIDATORS, LEASED, NO_PAGE, UNFETCHED
 from .batch import BatchApplier
-from .codec import SEED_WEIGHT_KEY, OutgoingRequest, RequestFactory, RequestLike, build_requests
+from .codec import RETRIED_KEY, SEED_WEIGHT_KEY, OutgoingRequest, RequestFactory, RequestLike, build_requests
 from .counters import Counters
 from .hostkeys import HostKeys
 from .inputs import as_float, error_text, http_status
@@ -238,7 +238,9 @@ class FrontierCore:
     def page_failed(self, request: RequestLike, error: Any, give_up: bool = False) -> None:
         """A fetch failed: retry later, or give up after ``LINKRANK_MAX_RETRIES``
         (at once with ``give_up`` or ``request.meta[b'dont_retry']``:
-        robots.txt, offsite)."""
+        robots.txt, offsite). With ``request.meta[b'retried']`` the crawler
+        retried the fetch already: a new page is given up, a refresh goes
+        on as any failed refresh (its stored copy stays)."""
         now = self.clock()
         i = self.registry.find_or_create(request, depth=0)
         if i is None:
@@ -252,7 +254,8 @@ class FrontierCore:
         v.errors[i] += 1
         self.db.set_error(i, error_text(error))
         self.counters.add("fetch_errors")
-        if give_up or v.errors[i] > self.settings.MAX_RETRIES or request.meta.get(b"dont_retry"):
+        retried = bool(request.meta.get(RETRIED_KEY)) and not refresh
+        if give_up or retried or v.errors[i] > self.settings.MAX_RETRIES or request.meta.get(b"dont_retry"):
             self.lifecycle.give_up(i)
             self.counters.add("pages_failed")
         elif refresh:

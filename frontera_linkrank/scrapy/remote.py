@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from frontera.core.models import Request as FRequest
 from twisted.internet import task
 
+from ..core.codec import RETRIED_KEY
 from ..recrawl.content import content_hash as normalised_hash
 from ..service import codec
 from ..service.client import RemoteFrontier
@@ -139,7 +140,8 @@ class RemoteManager:
             return
         p, entry_id, lease = held
         self.client.done(p, entry_id, {"k": "e", "l": lease, "f": fp, "u": request.url, "e": error[:1000],
-                                       "p": bool(request.meta.get(b"dont_retry"))})
+                                       "p": bool(request.meta.get(b"dont_retry")),
+                                       "rt": bool(request.meta.get(RETRIED_KEY))})
 
     @property
     def finished(self) -> bool:

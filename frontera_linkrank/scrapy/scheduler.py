@@ -75,6 +75,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet import task
 
+from ..core.codec import RETRIED_KEY
 from ..settings import SettingsError
 from .config import frontera_settings, read_seeds_file, slot_capacity
 from .converters import DONT_FRONTIER, FRONTIER_META, response_to_frontera, to_frontera, to_scrapy
@@ -408,10 +409,11 @@ class LinkRankScheduler(BaseScheduler):
         if self.manager is None or not self._finish(request.meta):
             return
         meta = {b"scrapy_meta": {}}
-        if failure.check(IgnoreRequest) or self._scrapy_retries or request.meta.get("dont_retry"):
-            # Permanent (robots.txt, offsite, too many redirects), retried by
-            # Scrapy already, or not to be retried: recorded, not retried.
+        if failure.check(IgnoreRequest) or request.meta.get("dont_retry"):
+            # Permanent (robots.txt, offsite, too many redirects) or not to be retried.
             meta[b"dont_retry"] = True
+        elif self._scrapy_retries:
+            meta[RETRIED_KEY] = True  # Scrapy retried it already: the frontier does not
         chain = request.meta.get("redirect_urls") or ()
         url = chain[0] if chain else request.url
         exc = failure.value

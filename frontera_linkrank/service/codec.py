@@ -12,7 +12,7 @@ Three kinds of message travel:
   ``{"k": "f", "l", "f", "u": final URL, "s": status, "c": redirect chain,
   "rr": redirect statuses, "sc": score, "h": content hash, "hd": headers,
   "ln": [link, ...]}`` or failed ``{"k": "e", "l", "f", "u", "e": error,
-  "p": permanent}``;
+  "p": permanent, "rt": retried by the spider already}``;
 - **seeds** (spider -> frontier, on the log): ``{"v", "t": "s", "i":
   [link, ...]}``.
 

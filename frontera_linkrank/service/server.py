@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.codec import FINGERPRINT_KEY, OutgoingRequest
+from ..core.codec import FINGERPRINT_KEY, RETRIED_KEY, OutgoingRequest
 from ..core.frontier_core import FrontierCore
 from . import codec
 from .assignment import partition_of, plan
@@ -240,6 +240,8 @@ class FrontierService:
             meta = {FINGERPRINT_KEY: fp, b"scrapy_meta": {}}
             if item.get("p"):
                 meta[b"dont_retry"] = True
+            if item.get("rt"):
+                meta[RETRIED_KEY] = True  # the spider's Scrapy retried it already
             self.core.page_failed(OutgoingRequest(url=item["u"], meta=meta), str(item.get("e", ""))[:1000])
             return
         chain = item.get("c") or []
