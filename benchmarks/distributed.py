@@ -168,18 +168,20 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(url, window, pid, warmup_pages=200, timeout=60):
-    """``(pages a second, pages per CPU second of process pid)`` the frontier
-    reports over ``window`` seconds after a warm-up."""
+def measure(url, window, pid, warmup_pages=200, timeout=60, others=()):
+    """``(pages a second, pages per CPU second of process pid, cores used by
+    the processes ``others``)`` over ``window`` seconds after a warm-up."""
     t0 = time.monotonic()
     while crawled(url) < warmup_pages:
         if time.monotonic() - t0 > timeout:
             raise RuntimeError("the crawl did not start")
         time.sleep(0.2)
     c0, t0, u0 = crawled(url), time.monotonic(), cpu_seconds(pid)
+    o0 = sum(cpu_seconds(p) for p in others)
     time.sleep(window)
     c1, t1, u1 = crawled(url), time.monotonic(), cpu_seconds(pid)
-    return (c1 - c0) / (t1 - t0), (c1 - c0) / max(u1 - u0, 1e-9)
+    o1 = sum(cpu_seconds(p) for p in others)
+    return (c1 - c0) / (t1 - t0), (c1 - c0) / max(u1 - u0, 1e-9), (o1 - o0) / (t1 - t0), (u1 - u0) / (t1 - t0)
 
 
 def ceiling(workdir, redis_dir, n_spiders, window):
@@ -193,7 +195,7 @@ def ceiling(workdir, redis_dir, n_spiders, window):
     for p in spiders:
         p.start()
     try:
-        rate = measure(server.url, window, frontier.pid, warmup_pages=2000)
+        rate = measure(server.url, window, frontier.pid, warmup_pages=2000)[:2]
     finally:
         for p in spiders:
             p.terminate()
@@ -241,13 +243,14 @@ def slow_web(workdir, redis_dir, n_spiders, window, web):
                                       stderr=subprocess.DEVNULL, start_new_session=True))
     try:
         time.sleep(3)  # let every spider start before measuring
-        rate, _ = measure(server.url, window, frontier.pid, warmup_pages=100, timeout=120)
+        rate, _, spiders_cpu, frontier_cpu = measure(server.url, window, frontier.pid, warmup_pages=100, timeout=120,
+                                                     others=[p.pid for p in procs])
     finally:
         for p in procs:
             stop(p)
         stop(frontier)
         server.stop()
-    return rate
+    return rate, spiders_cpu, frontier_cpu
 
 
 def main():
@@ -273,9 +276,10 @@ def main():
         with TestWebServer(npz, os.path.join(work, "web"), timeout=3600,
                            extra=["--slow", "1", "--slow-delay", "0.1"]) as web:
             for n in args.spiders:
-                r = slow_web(work, os.path.join(work, f"redis-w{n}"), n, args.window, web)
-                print(f"scrapy crawl x {n}, web answering in 100 ms: {r:,.1f} pages/s ({r / n:,.1f} per spider)",
-                      flush=True)
+                r, spiders_cpu, frontier_cpu = slow_web(work, os.path.join(work, f"redis-w{n}"), n, args.window, web)
+                print(f"scrapy crawl x {n}, web answering in 100 ms: {r:,.1f} pages/s ({r / n:,.1f} per spider); "
+                      f"CPU: spiders {spiders_cpu:.2f} cores, frontier {frontier_cpu:.2f}; "
+                      f"load {os.getloadavg()[0]:.1f}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -68,6 +68,7 @@ class RemoteFrontier:
         self._state: dict[str, Any] = {}
         self._owned: dict[int, str] = {}  # partition -> read cursor
         self._version = -1
+        self._rr = 0  # where the next read starts among the owned partitions
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.counters: collections.Counter = collections.Counter()
@@ -208,21 +209,32 @@ class RemoteFrontier:
             self.counters["reports_sent"] += len(batch)
 
     def _read(self, t: Transport) -> None:
+        """Read at most the room left under the prefetch (a broker's read
+        count is per partition: the partitions are read so that their sum
+        stays within it)."""
         room = self.prefetch - len(self._held)
         # A partition moving to another spider is read too: the frontier
         # publishes nothing new there, and the move waits for what it holds.
-        owned = dict(self._owned)
+        owned = list(self._owned)
         if room <= 0 or not owned:
             time.sleep(0.05)
             return
-        history = {p: c for p, c in owned.items() if c != ">"}
+        history = [p for p in owned if self._owned[p] != ">"]
         if history:
-            got = t.read_feed(self.spider, history, room, 0)
-            for p in history:
-                last = [i for q, i, _ in got if q == p]
-                self._owned[p] = last[-1] if last else ">"
-        else:
-            got = t.read_feed(self.spider, owned, room, 100)
+            p = history[0]  # what we held before a restart, or just took over
+            got = t.read_feed(self.spider, {p: self._owned[p]}, room, 0)
+            self._owned[p] = got[-1][1] if got else ">"
+            self._receive(got)
+            return
+        # One entry from each of up to `room` partitions (waiting up to 0.1 s
+        # for one), then more from those that had some.
+        self._rr = (self._rr + room) % len(owned)
+        turn = (owned[self._rr :] + owned[: self._rr])[:room]
+        got = t.read_feed(self.spider, {p: ">" for p in turn}, 1, 100)
+        for p in sorted({q for q, _, _ in got}):
+            if len(got) >= room:
+                break
+            got += t.read_feed(self.spider, {p: ">"}, room - len(got), 0)
         self._receive(got)
 
     def _receive(self, got: list) -> None:

@@ -1,0 +1,93 @@
+"""The frontier service in-process against a real redis-server: bad
+messages, duplicate reports, back-pressure (the spiders' side through the
+transport and the client, no Scrapy)."""
+
+import time
+
+from frontera_linkrank.core.codec import OutgoingRequest
+from frontera_linkrank.core.frontier_core import FrontierCore
+from frontera_linkrank.service import codec
+from frontera_linkrank.service.client import RemoteFrontier
+from frontera_linkrank.service.redis_transport import RedisTransport
+from frontera_linkrank.service.server import FrontierService
+from frontera_linkrank.settings import LinkRankSettings
+from frontera_linkrank.storage.urls import fingerprint
+
+
+def fp(url):
+    return fingerprint(url).hex().encode()
+
+
+def service(tmp_path, server, **settings):
+    s = {"LINKRANK_PATH": str(tmp_path / "db"), "LINKRANK_SYNC": False, **settings}
+    core = FrontierCore(LinkRankSettings(s), keep_leases=True)
+    svc = FrontierService(core, RedisTransport(server.url, "u"), partitions=4)
+    svc.start()
+    return svc
+
+
+def steps(svc, until, timeout=10):
+    deadline = time.monotonic() + timeout
+    while not until():
+        assert time.monotonic() < deadline, "timed out"
+        svc.step()
+
+
+def test_bad_messages_are_counted_and_the_rest_applied(tmp_path, redis_server, caplog):
+    svc = service(tmp_path, redis_server)
+    t = RedisTransport(redis_server.url, "u")
+    t.send(b"\x80\x04garbage")  # not msgpack (a pickle would be refused the same way)
+    t.send(codec.pack({"v": 99, "t": "s", "i": []}))  # another schema
+    good = "http://a.test/"
+    t.send(codec.seeds([["http://bad.test/", b"not hex", None], [good, fp(good), None]]))
+    steps(svc, lambda: svc.core.db.n_pages >= 1)
+    assert svc.counters["bad_messages"] == 3
+    assert svc.core.db.find(fingerprint(good)) is not None and svc.core.db.n_pages == 1
+    assert "not a msgpack message" in caplog.text and "schema version 99" in caplog.text
+    svc.core.close()
+
+
+def test_a_report_sent_twice_is_applied_once(tmp_path, redis_server):
+    svc = service(tmp_path, redis_server)
+    t = RedisTransport(redis_server.url, "u")
+    t.heartbeat("s1", {"prefetch": 4, "interval": 0.2}, ttl=30)
+    t.send(codec.seeds([["http://a.test/", fp("http://a.test/"), None]]))
+    got = []
+
+    def read():
+        got.extend(t.read_feed("s1", {p: ">" for p in range(4)}, 10, 0))
+        return got
+
+    steps(svc, read)
+    (p, entry_id, raw), = got
+    e = codec.read_feed_entry(raw)
+    item = {"k": "f", "l": e.lease, "f": e.fp, "u": e.url, "s": 200, "h": 7,
+            "ln": [["http://a.test/b", fp("http://a.test/b"), None]]}
+    t.report("s1", codec.report("s1", [item]), [(p, entry_id)])
+    t.report("s1", codec.report("s1", [item]), [(p, entry_id)])  # a retried write, a restarted spider...
+    steps(svc, lambda: svc.counters["duplicate_reports"] == 1)
+    assert svc.counters["reports_applied"] == 1
+    assert svc.core.counters["pages_crawled"] == 1 and svc.core.db.n_pages == 2
+    svc.core.close()
+
+
+def test_back_pressure_bounds_what_a_spider_holds_and_redis_keeps(tmp_path, redis_server):
+    svc = service(tmp_path, redis_server)
+    svc.core.add_seeds([OutgoingRequest(f"http://h{k}.test/") for k in range(200)])
+    client = RemoteFrontier(lambda: RedisTransport(redis_server.url, "u"), "s1", prefetch=4, interval=0.2)
+    client.start()
+    try:
+        steps(svc, lambda: client.n_waiting >= 4)
+        for _ in range(50):
+            svc.step()
+        # The spider reads at most its prefetch; the frontier leases at most twice that.
+        assert client.n_waiting == 4 and len(svc.book.open) == 8
+        pending = RedisTransport(redis_server.url, "u").feed_pending(list(range(4)))
+        assert sum(n for n, _ in pending.values()) == 8 and sum(p for _, p in pending.values()) == 4
+        for p, entry_id, e in client.take(4):  # report them: more flow in
+            client.done(p, entry_id, {"k": "f", "l": e.lease, "f": e.fp, "u": e.url, "s": 200, "h": 1})
+        steps(svc, lambda: svc.core.counters.get("pages_crawled", 0) == 4 and client.n_waiting == 4)
+        assert len(svc.book.open) == 8
+    finally:
+        client.stop()
+        svc.core.close()
