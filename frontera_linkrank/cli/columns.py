@@ -8,7 +8,6 @@ are read chunk by chunk from the database (:meth:`Column.read`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,14 +17,7 @@ import numpy as np
 from ..scoring.aopic import Aopic
 from ..storage.pagedb import PageDB
 from ..storage.vertices import NO_PAGE, STATE_NAMES
-from .common import SCORE_NAMES, books, fmt_float, fp_hex, scores
-
-_SPACE = re.compile(r"\s")
-
-
-def quote_spaces(url: str) -> str:
-    """``url`` with whitespace percent-encoded (keeps space-separated columns apart)."""
-    return _SPACE.sub(lambda m: f"%{ord(m.group()):02X}", url) if _SPACE.search(url) else url
+from .common import SCORE_NAMES, books, fmt_float, fp_hex, printable_url, scores
 
 
 def _int_text(values: Any) -> list[str]:
@@ -37,7 +29,7 @@ def _float_text(values: Any) -> list[str]:
 
 
 def _url_text(values: Any) -> list[str]:
-    return [quote_spaces(u) for u in values]
+    return [printable_url(u) for u in values]
 
 
 def _as_is(values: Any) -> list[str]:

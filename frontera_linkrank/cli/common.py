@@ -33,6 +33,10 @@ from ..storage.vertices import NO_PAGE
 
 SCORE_NAMES = ("pagerank", "authority", "hub")
 _HEX40 = re.compile(r"[0-9a-fA-F]{40}")
+# White space, control characters (C0, DEL, C1) and lone surrogates (the
+# bytes of a URL that was not UTF-8): what would break a line apart, or
+# reach the terminal as something else than the URL.
+_UNPRINTABLE = re.compile(r"[\s\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 Argv = Sequence[str] | None
 
 
@@ -131,6 +135,28 @@ def scores(db: PageDB, name: str) -> np.ndarray:
         k = min(len(values), db.n_pages)
         out[:k] = values[:k]
     return out
+
+
+def _percent(m: re.Match[str]) -> str:
+    c = m.group()
+    try:
+        raw = c.encode("utf-8", "surrogateescape")  # a byte that was not UTF-8 is itself again
+    except UnicodeEncodeError:
+        raw = c.encode("utf-8", "surrogatepass")
+    return "".join(f"%{b:02X}" for b in raw)
+
+
+def printable_url(url: str | None) -> str:
+    """``url`` as the tools print it: white space, control characters and
+    bytes that are not UTF-8 percent-encoded (a URL stays one field of one
+    line, and nothing in it reaches the terminal as a control sequence).
+
+    >>> printable_url("http://a.test/x y\\n\\x00\\x1b[31m\\xa0")
+    'http://a.test/x%20y%0A%00%1B[31m%C2%A0'
+    """
+    if url is None:
+        return "-"
+    return _UNPRINTABLE.sub(_percent, url) if _UNPRINTABLE.search(url) else url
 
 
 def fp_hex(db: PageDB, idx: Iterable[int] | np.ndarray) -> list[str]:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 
 from ..storage.pagedb import PageDB
-from .common import Argv, ToolError, fp_hex, open_db, parser, tool, write_lines
+from .common import Argv, ToolError, fp_hex, open_db, parser, printable_url, tool, write_lines
 
 CHUNK = 50_000
 
@@ -50,7 +50,7 @@ def matches(db: PageDB, pattern: re.Pattern[str]) -> Iterator[str]:
             if hits:
                 hashes = fp_hex(db, [lo + k for k in hits])
                 for h, k in zip(hashes, hits):
-                    yield f"{h} {urls[k]}"
+                    yield f"{h} {printable_url(urls[k])}"
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..numeric import unique
 from ..storage.pagedb import PageDB
-from .common import Argv, fp_hex, open_db, parser, resolve, tool, write_lines
+from .common import Argv, fp_hex, open_db, parser, printable_url, resolve, tool, write_lines
 
 
 @tool("page_db_links")
@@ -50,7 +50,7 @@ def section(db: PageDB, txn: Any, title: str, idx: Any) -> Iterator[str]:
     idx = np.asarray(idx, np.int64)
     yield f"# {title} ({len(idx)})"
     for h, u in zip(fp_hex(db, idx), db.urls(idx, txn)):
-        yield f"{h} {u}"
+        yield f"{h} {printable_url(u)}"
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from ..storage.vertices import F_SEED
-from .common import Argv, fp_hex, open_db, parents_path, parser, resolve, tool, write_lines
+from .common import Argv, fp_hex, open_db, parents_path, parser, printable_url, resolve, tool, write_lines
 
 
 @tool("page_db_path")
@@ -28,7 +28,7 @@ def main(argv: Argv, prog: str) -> None:
         v = db.vertices
         with db.snapshot() as txn:
             urls = db.urls(path, txn)
-        lines = [f"{int(v.depth[p])} {h} {u}" for p, h, u in zip(path, fp_hex(db, path), urls)]
+        lines = [f"{int(v.depth[p])} {h} {printable_url(u)}" for p, h, u in zip(path, fp_hex(db, path), urls)]
         if not v.flags[path[-1]] & F_SEED:
             lines.append("# (not found from a seed: added by a response or an error)")
         write_lines(lines)

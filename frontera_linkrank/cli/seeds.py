@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from ..scoring.links import database_adjacency
 from ..scoring.seeds import SeedResult, extract_seeds, focused_seeds
 from ..storage.pagedb import PageDB
-from .common import Argv, ToolError, open_db, parser, resolve, tool
+from .common import Argv, ToolError, open_db, parser, printable_url, resolve, tool
 
 
 def db_adjacency(db: PageDB) -> sp.csr_matrix:
@@ -155,7 +155,7 @@ def seeds_file(found: Extraction, args: argparse.Namespace, roots: list[str]) ->
         f"# ({'query-focused on ' + str(len(roots)) + ' roots, ' if roots else ''}{how}, "
         f"{'no pruning' if args.no_prune else 'same-host links pruned'}; one seed per HITS bipartite core)\n"
     )
-    return header + "".join(u + "\n" for u in urls)
+    return header + "".join(printable_url(u) + "\n" for u in urls)
 
 
 def report(found: Extraction, args: argparse.Namespace, roots: list[str]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..storage.pagedb import PageDB
 from ..storage.vertices import F_SEED, STATE_NAMES
-from .common import Argv, books, open_db, parser, scores, tool
+from .common import Argv, books, open_db, parser, printable_url, scores, tool
 
 
 def summary(db: PageDB, top: int = 10) -> dict[str, Any]:
@@ -93,7 +93,7 @@ def text(s: dict[str, Any]) -> str:
         lines.append(f"ranking    {name}: {info['n_pages']:,} pages at {when}; {extra}")
     for name, rows in s["top_pages"].items():
         lines.append(f"top pages by {name}:")
-        lines += [f"  {r[name]:.6g}  {r['url']}" for r in rows]
+        lines += [f"  {r[name]:.6g}  {printable_url(r['url'])}" for r in rows]
     lines.append("top hosts by importance:")
     for h in s["top_hosts"]:
         lines.append(f"  {h['importance']:.6g}  {h['host']}  ({h['pages']:,} pages, {h['crawled']:,} crawled)")

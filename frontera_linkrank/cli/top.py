@@ -14,7 +14,7 @@ import numpy as np
 
 from ..storage.pagedb import PageDB
 from ..storage.vertices import STATE_NAMES
-from .common import SCORE_NAMES, Argv, ToolError, books, open_db, parser, scores, tool
+from .common import SCORE_NAMES, Argv, ToolError, books, open_db, parser, printable_url, scores, tool
 
 SCORES = ("importance",) + SCORE_NAMES
 
@@ -49,7 +49,7 @@ def format_top(rows: list[tuple[str | None, float, str]], by: str = "importance"
     lines = [f"{'rank':>4}  {by:>10}  {'state':<9}  url"]
     for k, (url, value, state) in enumerate(rows, 1):
         shown = f"{value:.6f}" if value >= 1e-6 or value == 0 else f"{value:.3e}"
-        lines.append(f"{k:>4}  {shown:>10}  {state:<9}  {url}")
+        lines.append(f"{k:>4}  {shown:>10}  {state:<9}  {printable_url(url)}")
     return "\n".join(lines)
 
 
