@@ -12,6 +12,7 @@ requests or ``timeout`` seconds when asked to.
 
 from __future__ import annotations
 
+import datetime
 import email.utils
 import logging
 import time
@@ -24,6 +25,21 @@ from twisted.web import resource, server
 from .web import TestWeb
 
 logger = logging.getLogger(__name__)
+
+
+def http_date(value: str | None) -> float | None:
+    """UNIX time of an HTTP date (GMT when it names no zone); None for
+    anything else: a malformed ``If-Modified-Since`` is ignored, as a
+    server should, and the page is served in full."""
+    if not value:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        return when.timestamp()
+    except (TypeError, ValueError, OverflowError, IndexError):
+        return None
 
 
 class WebResource(resource.Resource):
@@ -62,8 +78,7 @@ class WebResource(resource.Resource):
             status, headers, body = 405, {"Allow": "GET, HEAD"}, b""
             delay = 0.0
         else:
-            ims = request.getHeader("if-modified-since")
-            ims = email.utils.parsedate_to_datetime(ims).timestamp() if ims else None
+            ims = http_date(request.getHeader("if-modified-since"))
             status, headers, body = self.web.answer(url, self.clock(), request.getHeader("if-none-match"), ims)
             v = self.web.page_of(url)
             delay = self.web.slow_delay if (v is not None and self.web.slow[v]) else 0.0

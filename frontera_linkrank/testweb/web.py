@@ -218,6 +218,7 @@ class TestWeb:
         }
         if if_none_match is not None and etag in [t.strip() for t in if_none_match.split(",")]:
             return 304, headers, b""
-        if if_none_match is None and if_modified_since is not None and changed <= if_modified_since:
+        # Last-Modified has whole seconds: compare at that precision
+        if if_none_match is None and if_modified_since is not None and math.floor(changed) <= if_modified_since:
             return 304, headers, b""
         return 200, headers, self.render(v, version)
