@@ -91,3 +91,31 @@ def test_back_pressure_bounds_what_a_spider_holds_and_redis_keeps(tmp_path, redi
     finally:
         client.stop()
         svc.core.close()
+
+
+def serve_frontier(*args, timeout=60):
+    import os
+    import subprocess
+    import sys
+
+    exe = os.path.join(os.path.dirname(sys.executable), "frontera-linkrank")
+    return subprocess.run([exe, "serve-frontier", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_serve_frontier_start_errors_are_one_line(tmp_path, redis_server):
+    db = str(tmp_path / "db")
+    cases = [
+        (["--broker", redis_server.url, "--set", "LINKRANK_POLCY=fifo"], "LINKRANK_POLCY"),
+        (["--broker", f"unix://{tmp_path}/nobody.sock"], "broker unix://"),
+    ]
+    for args, cause in cases:
+        r = serve_frontier(db, *args)
+        assert r.returncode == 2 and r.stdout == "", (args, r.stdout, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and cause in lines[0], (args, r.stderr)
+    # The partition count is fixed for a crawl.
+    svc = service(tmp_path, redis_server)  # 4 partitions, recorded at the first commit
+    svc.core.next_requests(0)
+    svc.core.close()
+    r = serve_frontier(db, "--broker", redis_server.url, "--partitions", "8")
+    assert r.returncode == 2 and "cannot change during a crawl" in r.stderr and len(r.stderr.strip().splitlines()) == 1

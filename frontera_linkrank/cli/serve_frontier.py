@@ -79,6 +79,10 @@ def main(argv: Argv, prog: str) -> None:
             seeds = read_seeds_file(args.seeds)
         except OSError as e:
             raise ToolError(f"--seeds {args.seeds}: {e.strerror or e}") from None
+    try:  # fail at once, not after the reconnecting client's back-off, if the broker is not there
+        redis.Redis.from_url(args.broker, socket_connect_timeout=5, socket_timeout=5).ping()
+    except (redis.RedisError, OSError, ValueError) as e:
+        raise ToolError(f"broker {args.broker}: {e}") from None
     core = FrontierCore(settings, keep_leases=True)  # a second writer: WriterLockedError, one line
     # A long-lived process allocating a few objects per link: collect the
     # young generation less often, and never rescan what exists at start.

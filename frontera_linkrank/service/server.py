@@ -112,6 +112,7 @@ class FrontierService:
             self.owners = list(saved["owners"])
             self.moving = {int(p): t for p, t in (saved.get("moving") or {}).items()}
             self.version = int(saved.get("version", 0))
+        self.t.put("assignment", self._assignment_record())
         self.republish()
         self._coordinate(time.monotonic())
 
