@@ -119,3 +119,41 @@ def test_serve_frontier_start_errors_are_one_line(tmp_path, redis_server):
     svc.core.close()
     r = serve_frontier(db, "--broker", redis_server.url, "--partitions", "8")
     assert r.returncode == 2 and "cannot change during a crawl" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_the_frontier_waits_out_a_broker_outage(tmp_path, redis_server):
+    """The broker away longer than the client's retries: the frontier's
+    round fails, it waits, re-reads and republishes, and the crawl goes on."""
+    import threading
+
+    core = FrontierCore(LinkRankSettings({"LINKRANK_PATH": str(tmp_path / "db"), "LINKRANK_SYNC": False}),
+                        keep_leases=True)
+    svc = FrontierService(core, RedisTransport(redis_server.url, "u", retries=1), partitions=4)
+    core.add_seeds([OutgoingRequest(f"http://h{k}.test/") for k in range(60)])
+    client = RemoteFrontier(lambda: RedisTransport(redis_server.url, "u"), "s1", prefetch=8, interval=0.2)
+    stop = threading.Event()
+    runner = threading.Thread(target=svc.run, args=(stop,))
+    runner.start()
+    client.start()
+    fetched = set()
+    down = False
+    deadline = time.monotonic() + 60
+    try:
+        while not client.finished():
+            assert time.monotonic() < deadline, "the crawl did not finish"
+            for p, entry_id, e in client.take(8):
+                fetched.add(e.url)
+                client.done(p, entry_id, {"k": "f", "l": e.lease, "f": e.fp, "u": e.url, "s": 200, "h": 1})
+            if len(fetched) >= 20 and not down:
+                down = True
+                redis_server.kill9()
+                time.sleep(2.5)
+                redis_server.start()
+            time.sleep(0.01)
+    finally:
+        client.stop()
+        stop.set()
+        runner.join(30)
+        core.close()
+    assert svc.counters["broker_errors"] >= 1
+    assert len(fetched) == 60 and core.counters["pages_crawled"] == 60

@@ -39,13 +39,14 @@ FRONTIER_CONSUMER = b"frontier"
 FIELD = b"m"
 
 
-def connect(url: str, timeout: float = 10.0) -> redis.Redis:
-    """A client for ``url`` that retries with backoff through a restart of the server."""
+def connect(url: str, timeout: float = 10.0, retries: int = 30) -> redis.Redis:
+    """A client for ``url`` that retries with backoff (``retries`` times,
+    about 25 s at the default) through a restart of the server."""
     return redis.Redis.from_url(
         url,
         socket_timeout=timeout,
         socket_connect_timeout=timeout,
-        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), 30),
+        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries),
         retry_on_error=[redis.ConnectionError, redis.TimeoutError, BusyLoadingError, ConnectionResetError,
                         socket.timeout],
         health_check_interval=30,
@@ -61,13 +62,17 @@ class RedisTransport(Transport):
         ``redis://HOST:PORT/DB``, ``rediss://...`` (TLS) or ``unix:///path?db=N``.
     crawl : str
         Name of the crawl: the key prefix ``lr:{crawl}:``.
+    retries : int
+        Attempts of a command while the server cannot be reached.
     """
 
-    def __init__(self, url: str, crawl: str = "default") -> None:
+    unavailable = (redis.ConnectionError, redis.TimeoutError, BusyLoadingError, ConnectionError, TimeoutError)
+
+    def __init__(self, url: str, crawl: str = "default", retries: int = 30) -> None:
         self.url = url
         self.crawl = crawl
         self.prefix = f"lr:{{{crawl}}}:"
-        self.r = connect(url)
+        self.r = connect(url, retries=retries)
         self.log_key = self._k("log")
 
     def _k(self, name: str) -> bytes:

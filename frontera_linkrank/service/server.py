@@ -93,6 +93,7 @@ class FrontierService:
         self.epoch: str | None = None
         self._pending_phase = True  # after a start: our own unacknowledged log entries first
         self._drained = False
+        self._recover = False  # a broker error interrupted a round: republish before the next
         self._next = {"coordinate": 0.0, "state": 0.0, "expire": 0.0, "trim": 0.0, "epoch": 0.0}
         self._rate = (time.monotonic(), 0)
 
@@ -135,7 +136,18 @@ class FrontierService:
         logger.info("serving %s: %d partitions, %d open leases, log applied through %s", self.core.settings.PATH,
                     self.P, len(self.book.open), self.book.log_offset)
         while not stop.is_set():
-            self.step()
+            try:
+                if self._recover:
+                    self.republish()  # what was committed but not published while the broker was away
+                    self._recover = False
+                self.step()
+            except self.t.unavailable as e:
+                # Everything applied is committed before it is acknowledged:
+                # wait, then re-read what is unacknowledged and republish.
+                self.counters["broker_errors"] += 1
+                logger.warning("broker unavailable (%s: %s): retrying", type(e).__name__, e)
+                self._pending_phase = self._recover = True
+                stop.wait(1.0)
         self.core.next_requests(0)
         self._publish_state(time.monotonic(), "stopped")
 

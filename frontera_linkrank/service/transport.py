@@ -53,6 +53,9 @@ def offset_key(offset: str | bytes | None) -> tuple[int, int]:
 class Transport(ABC):
     """What the frontier service and the spiders need of a broker (see the module docstring)."""
 
+    unavailable: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError)
+    """Exceptions that mean "the broker cannot be reached now" (retry later), not a bug."""
+
     # -- set-up and identity ----------------------------------------------------------
     @abstractmethod
     def setup(self, partitions: int) -> None:
