@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 from ..numeric import unique
+from ..storage.errors import LMDB_DAMAGE
 from ..storage.pagedb import CorruptDatabase, PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint
 from ..storage.vertices import CRAWLED, F_SEED, LEASED, NO_PAGE, STATE_NAMES
@@ -208,8 +209,8 @@ def main(argv: Argv, prog: str) -> int:
     except CorruptDatabase as e:
         print(f"FAIL {e}")
         return 1
+    failures, notes = [], []
     try:
-        failures = []
         failures += check_cash(db)
         failures += check_pages(db, not args.no_urls)
         try:
@@ -219,8 +220,10 @@ def main(argv: Argv, prog: str) -> int:
         lease_fail, notes = check_leases(db)
         failures += lease_fail
         failures += check_scores(db)
-        n = db.n_pages
+    except (CorruptDatabase, *LMDB_DAMAGE) as e:  # damage found while reading: the checks end here
+        failures.append(str(e))
     finally:
+        n = db.n_pages
         db.close()
     for note in notes:
         print(f"note {note}")

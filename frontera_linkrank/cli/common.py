@@ -3,9 +3,10 @@
 Every tool opens the page database read-only (so it works while a crawl
 writes to it; it sees the last commit), streams its output, exits quietly
 when the reader of a pipe goes away (``| head``), and turns a wrong path, a
-broken database, or a file it cannot open, read or write (permission
-denied, read-only file system, disk full) into one clear line on stderr,
-``PROG: error: PATH: CAUSE``, and exit status 2.
+file it cannot open, read or write (permission denied, read-only file
+system, disk full) into one clear line on stderr, ``PROG: error: PATH:
+CAUSE``, and exit status 2; a damaged database into one line naming what
+is damaged and exit status 1.
 
 A tool is a module of this package with a ``main(argv=None, prog=...)``
 made by :func:`tool`; it runs both as ``frontera-linkrank NAME`` and as its
@@ -27,6 +28,7 @@ import lmdb
 import numpy as np
 
 from ..scoring.aopic import Aopic
+from ..storage.errors import LMDB_DAMAGE, CorruptDatabase
 from ..storage.pagedb import PageDB, PageDBError
 from ..storage.urls import RejectedURL, fingerprint
 from ..storage.vertices import NO_PAGE
@@ -85,7 +87,9 @@ def tool(default_prog: str) -> Callable[[Callable[[Argv, str], int | None]], Too
     status or None (0). :class:`ToolError`, :class:`PageDBError`, an
     ``OSError`` (a file that cannot be opened, read or written: the line
     names it and the cause) and an LMDB error become one line on stderr and
-    status 2; a closed pipe ends quietly with 0; Ctrl-C gives 130.
+    status 2, except a damaged database (:class:`CorruptDatabase`, or LMDB
+    finding damage while reading): one line naming the failed check and
+    status 1. A closed pipe ends quietly with 0; Ctrl-C gives 130.
     """
 
     def wrap(fn: Callable[[Argv, str], int | None]) -> ToolMain:
@@ -93,6 +97,12 @@ def tool(default_prog: str) -> Callable[[Callable[[Argv, str], int | None]], Too
         def main(argv: Argv = None, prog: str = default_prog) -> int:
             try:
                 return fn(argv, prog) or 0
+            except CorruptDatabase as e:
+                error_line(prog, e)
+                return 1
+            except LMDB_DAMAGE as e:
+                error_line(prog, f"damaged page database: LMDB reports {e}")
+                return 1
             except (ToolError, PageDBError) as e:
                 error_line(prog, e)
                 return 2

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import CorruptValue
+
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # (src, ptr, dst) of a row set
 
 MAGIC = b"LRedges1"
@@ -53,15 +55,23 @@ class Block:
     @classmethod
     def parse(cls, key: bytes, buf: bytes | memoryview) -> "Block":
         """The block stored as ``buf`` under ``key`` (arrays view ``buf``)."""
+        if len(buf) < _HEADER.size:
+            raise CorruptValue(f"edge block {key.hex()} is corrupt ({len(buf)} bytes)")
         magic, level, n_rows, n_edges = _HEADER.unpack_from(buf, 0)
         if magic != MAGIC:
-            raise ValueError(f"edge block {key.hex()} is corrupt (bad magic)")
+            raise CorruptValue(f"edge block {key.hex()} is corrupt (bad magic)")
         off = _HEADER.size
+        if len(buf) != off + 4 * (2 * n_rows + 1 + n_edges):
+            raise CorruptValue(f"edge block {key.hex()} is corrupt ({len(buf)} bytes for {n_rows} rows, "
+                             f"{n_edges} links)")
         src = np.frombuffer(buf, "<u4", n_rows, off)
         off += 4 * n_rows
         ptr = np.frombuffer(buf, "<u4", n_rows + 1, off)
         off += 4 * (n_rows + 1)
         dst = np.frombuffer(buf, "<u4", n_edges, off)
+        # Row bounds size every array built from a block: check them first.
+        if ptr[0] != 0 or ptr[-1] != n_edges or (ptr[1:] < ptr[:-1]).any() or (src[1:] <= src[:-1]).any():
+            raise CorruptValue(f"edge block {key.hex()} is corrupt (row bounds or sources out of order)")
         return cls(key, level, src, ptr, dst)
 
     def pack(self) -> bytes:
@@ -122,7 +132,7 @@ class EdgeStore:
         for key, buf in cur.iternext():
             magic, level, n_rows, n_edges = _HEADER.unpack_from(buf, 0)
             if magic != MAGIC:
-                raise ValueError(f"edge block {key.hex()} is corrupt (bad magic)")
+                raise CorruptValue(f"edge block {key.hex()} is corrupt (bad magic)")
             self._blocks.append((int.from_bytes(key, "big"), level, n_edges))
         top = self._blocks[-1][0] + 1 if self._blocks else 0
         self._next_seq = max(int(next_seq), top)

@@ -14,7 +14,7 @@ from typing import Any
 import lmdb
 
 from . import meta as metadoc
-from .errors import PageDBError
+from .errors import CorruptDatabase, PageDBError
 
 logger = logging.getLogger(__name__)
 
@@ -88,41 +88,49 @@ def begin_read(env: Any, **kw: Any) -> Any:
 def open_tables(env: Any, path: str, readonly: bool) -> dict[bytes, Any]:
     """Handles of the :data:`TABLES`; a writer creates them (and the
     metadata of a new database), a reader requires them."""
+    with begin_read(env) as txn:
+        existing = {bytes(k) for k, _ in txn.cursor().iternext()}
+    if existing or readonly:
+        _check_tables(env, path, existing)
     if readonly:
-        return _open_existing(env, path)
+        # Every table, features' later ones included: a handle opened after the
+        # reader's long transaction began would not be valid in it.
+        return {name: env.open_db(name, create=False) for name in sorted(existing)}
     dbs = {}
     with env.begin(write=True) as txn:
-        existing = {bytes(k) for k, _ in txn.cursor().iternext()}
-        if existing and b"meta" not in existing:
-            raise PageDBError(f"{path}: LMDB environment without frontera_linkrank metadata; not a page database")
         for name in TABLES:
             dbs[name] = env.open_db(name, txn=txn)
         if txn.get(b"meta", db=dbs[b"meta"]) is None:
+            if existing:  # the document is written with the tables: its loss is damage, not a new database
+                raise CorruptDatabase(f"{path}: the metadata document is missing (corrupt database)")
             txn.put(b"meta", metadoc.encode(metadoc.new_document()), db=dbs[b"meta"])
     return dbs
 
 
-def _open_existing(env: Any, path: str) -> dict[bytes, Any]:
-    with begin_read(env) as txn:
-        names = {bytes(k) for k, _ in txn.cursor().iternext()}
+def _check_tables(env: Any, path: str, names: set[bytes]) -> None:
+    """Refuse an environment that lacks tables of this schema: another
+    program's, an older schema's, or a damaged one."""
     missing = [n.decode() for n in TABLES if n not in names]
+    if not missing:
+        return
     if b"meta" not in names:
+        if len(missing) < len(TABLES) // 2:  # most of ours are there: a damaged table name
+            raise CorruptDatabase(f"{path}: page database lacks tables {missing} (corrupt database)")
         raise PageDBError(f"{path}: LMDB environment without frontera_linkrank metadata; not a page database")
-    if missing:
-        # An older schema lacks newer tables: say which version it is.
-        meta_db = env.open_db(b"meta", create=False)
-        with begin_read(env) as txn:
-            raw = txn.get(b"meta", db=meta_db)
-        version = json.loads(bytes(raw)).get("version") if raw is not None else None
-        if version != metadoc.SCHEMA_VERSION:
-            raise PageDBError(
-                f"{path}: page database schema version {version}, "
-                f"this frontera_linkrank reads version {metadoc.SCHEMA_VERSION}"
-            )
-        raise PageDBError(f"{path}: page database lacks tables {missing}")
-    # Every table, features' later ones included: a handle opened after the
-    # reader's long transaction began would not be valid in it.
-    return {name: env.open_db(name, create=False) for name in sorted(names)}
+    # An older schema lacks newer tables: say which version it is.
+    meta_db = env.open_db(b"meta", create=False)
+    with begin_read(env) as txn:
+        raw = txn.get(b"meta", db=meta_db)
+        try:
+            version = json.loads(bytes(raw)).get("version") if raw is not None else None
+        except (ValueError, AttributeError):
+            version = None
+    if version != metadoc.SCHEMA_VERSION and version is not None:
+        raise PageDBError(
+            f"{path}: page database schema version {version}, "
+            f"this frontera_linkrank reads version {metadoc.SCHEMA_VERSION}"
+        )
+    raise CorruptDatabase(f"{path}: page database lacks tables {missing} (corrupt database)")
 
 
 def table_handle(env: Any, dbs: dict[bytes, Any], name: bytes, readonly: bool) -> Any:

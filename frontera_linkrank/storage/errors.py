@@ -1,5 +1,12 @@
 """Errors raised by the page database."""
 
+import lmdb
+
+# LMDB's errors that mean the file itself is damaged (as opposed to full,
+# read-only or locked).
+LMDB_DAMAGE = (lmdb.CorruptedError, lmdb.PageNotFoundError, lmdb.InvalidError, lmdb.VersionMismatchError,
+               lmdb.IncompatibleError, lmdb.BadChecksumError, lmdb.PanicError)  # fmt: skip
+
 
 class PageDBError(Exception):
     """The path is not a usable page database (wrong kind, version, locked)."""
@@ -7,6 +14,11 @@ class PageDBError(Exception):
 
 class CorruptDatabase(PageDBError):
     """A page database whose stored structures contradict each other."""
+
+
+class CorruptValue(CorruptDatabase, ValueError):
+    """A stored value that does not parse (also a ``ValueError``, for the
+    callers that read values of any origin)."""
 
 
 class WriterLockedError(PageDBError):
@@ -23,4 +35,4 @@ class WriterLockedError(PageDBError):
         self.holder = holder
 
 
-__all__ = ["CorruptDatabase", "PageDBError", "WriterLockedError"]
+__all__ = ["LMDB_DAMAGE", "CorruptDatabase", "CorruptValue", "PageDBError", "WriterLockedError"]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from .errors import PageDBError
+from .errors import CorruptDatabase, PageDBError
 
 SCHEMA_NAME = "frontera_linkrank.pagedb"
 SCHEMA_VERSION = 2  # 2: page field "rate", tables "visits" and "validators"
@@ -40,9 +40,15 @@ def decode(raw: bytes | memoryview | None) -> dict[str, Any]:
 
 
 def check_schema(doc: Mapping[str, Any], path: str) -> None:
-    """Raise :class:`PageDBError` unless ``doc`` is this schema's metadata."""
+    """Raise :class:`PageDBError` unless ``doc`` is this schema's metadata
+    (:class:`CorruptDatabase` when it is ours with its name or version damaged)."""
     if doc.get("schema") != SCHEMA_NAME:
+        if "n_pages" in doc and "created" in doc:  # the keys of our document: its name is damaged
+            raise CorruptDatabase(f"{path}: the metadata names the schema {str(doc.get('schema'))[:60]!r} "
+                                  "(corrupt database)")
         raise PageDBError(f"{path}: not a frontera_linkrank page database")
+    if not isinstance(doc.get("version"), int) or isinstance(doc.get("version"), bool):
+        raise CorruptDatabase(f"{path}: the metadata's schema version is {doc.get('version')!r} (corrupt database)")
     if doc.get("version") != SCHEMA_VERSION:
         raise PageDBError(
             f"{path}: page database schema version {doc.get('version')}, "

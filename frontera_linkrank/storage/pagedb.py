@@ -36,10 +36,10 @@ from typing import Any
 import lmdb
 import numpy as np
 
-from . import environment, vectors
+from . import environment, integrity, vectors
 from .edges import EdgeStore
 from .environment import TABLES, begin_read
-from .errors import CorruptDatabase, PageDBError, WriterLockedError
+from .errors import LMDB_DAMAGE, CorruptDatabase, PageDBError, WriterLockedError
 from .features import VISIT, FeatureTables
 from .hosts import HostTable
 from .keys import page_key, page_keys
@@ -50,7 +50,7 @@ from .meta import encode as encode_meta
 from .pagelog import CHUNK, PageLog
 from .sidetable import Codec, SideTable, Text
 from .vectors import SCORE_CHUNK, read_scores, write_scores
-from .vertices import VertexTable
+from .vertices import RECORD, VertexTable, check_records
 
 logger = logging.getLogger(__name__)
 
@@ -121,12 +121,17 @@ class PageDB(FeatureTables):
             os.makedirs(self.path, exist_ok=True)
             self._lock = WriterLock(self.path)
         try:
+            integrity.check_file(self.path)  # before LMDB maps it: a file cut short is a bus error
             self.env = environment.open_env(self.path, readonly, map_size, sync)
+            integrity.check_tree(self.path, self.env)  # before any table is read
             if not readonly:
                 environment.clear_stale_readers(self.env, self.path)
             self.dbs = environment.open_tables(self.env, self.path, readonly)
             self._open_parts(int(checkpoint_bytes or 0))
             self.reload()
+        except LMDB_DAMAGE as e:
+            self.close()
+            raise CorruptDatabase(f"{self.path}: LMDB reports damage: {e} (corrupt database)") from None
         except BaseException:
             self.close()
             raise
@@ -165,14 +170,31 @@ class PageDB(FeatureTables):
         self._committed_n = self.n_pages
 
     def _load(self, txn: Any) -> None:
-        doc = decode_meta(txn.get(b"meta", db=self.dbs[b"meta"]))
+        try:
+            raw = txn.get(b"meta", db=self.dbs[b"meta"])
+            if raw is None:  # written with the tables, in the same transaction
+                raise ValueError("the metadata document is missing")
+            doc = decode_meta(raw)
+            if not isinstance(doc, dict):
+                raise ValueError("the metadata document is not a JSON object")
+        except ValueError as e:
+            raise CorruptDatabase(f"{self.path}: metadata unreadable: {e} (corrupt database)") from None
         check_schema(doc, self.path)
         self._meta.install(doc)
-        self._hosts.load(txn, self.path)
         try:
-            self.vertices = self._log.load(txn, int(doc.get("n_pages", 0)), self.path)
+            self._hosts.load(txn, self.path)
+            n = int(doc.get("n_pages", 0))
+            # Every page record is stored at least once: a page count the
+            # file cannot hold is damage, not a table to allocate.
+            info, psize = self.env.info(), self.env.stat()["psize"]
+            most = (info["last_pgno"] + 1) * psize // RECORD.itemsize
+            if not 0 <= n <= most:
+                raise CorruptDatabase(f"{self.path}: the metadata counts {n:,} pages, the file holds at most "
+                                      f"{most:,} page records (corrupt database)")
+            self.vertices = self._log.load(txn, n, self.path)
+            check_records(self.vertices, len(self._hosts.names), self.path)
             self.edges.load(txn, doc.get("edge_seq", 0))
-        except (ValueError, struct.error) as e:  # unparsable values
+        except (ValueError, TypeError, struct.error) as e:  # unparsable values
             raise CorruptDatabase(f"{self.path}: {e} (corrupt database)") from None
 
     def on_close(self, hook: Callable[[], None]) -> None:
@@ -316,8 +338,16 @@ class PageDB(FeatureTables):
         added in the current batch; None beyond)."""
         if txn is None:
             with self.snapshot() as own:
-                return self._urls.get_list(idx, own)
-        return self._urls.get_list(idx, txn)
+                out = self._urls.get_list(idx, own)
+        else:
+            out = self._urls.get_list(idx, txn)
+        if None in out:
+            # Every page has had its URL since it was added: a missing one is damage.
+            pages = np.asarray(idx, np.int64).tolist()
+            missing = [i for i, u in zip(pages, out) if u is None and 0 <= i < self.n_pages]
+            if missing:
+                raise CorruptDatabase(f"{self.path}: page {missing[0]} has no URL (corrupt database)")
+        return out
 
     def url(self, i: int, txn: Any = None) -> str | None:
         """URL of page ``i`` (see :meth:`urls`)."""
@@ -351,24 +381,32 @@ class PageDB(FeatureTables):
     def read_scores(self, name: str, txn: Any = None) -> tuple[np.ndarray, dict] | tuple[None, None]:
         """``(values, info)`` of the last stored vector ``name``, or
         ``(None, None)`` if there is none."""
-        with self._txn(txn) as t:
+        with self._txn(txn) as t, self._damage("ranking vectors"):
             return read_scores(t, self.dbs[b"scores"], name)
 
     def score_info(self, name: str, txn: Any = None) -> dict[str, Any] | None:
         """The info record of the stored vector ``name`` (without reading
         the vector), or None."""
-        with self._txn(txn) as t:
+        with self._txn(txn) as t, self._damage("ranking vectors"):
             return vectors.read_info(t, self.dbs[b"scores"], name)
 
     def score_names(self, txn: Any = None) -> list[str]:
         """Names of the stored vectors."""
-        with self._txn(txn) as t:
+        with self._txn(txn) as t, self._damage("ranking vectors"):
             return vectors.names(t, self.dbs[b"scores"])
 
     def write_scores(self, values: Mapping[str, np.ndarray], info: Mapping[str, Any]) -> None:
         """Store several vectors (``{name: float array}``) in one transaction,
         each with ``info`` (a dict, JSON-serialisable) plus its length."""
         self._write(lambda txn: write_scores(txn, self.dbs[b"scores"], values, info))
+
+    @contextlib.contextmanager
+    def _damage(self, what: str) -> Iterator[None]:
+        """Stored bytes that do not parse are damage: :class:`CorruptDatabase`."""
+        try:
+            yield
+        except (ValueError, TypeError, struct.error) as e:
+            raise CorruptDatabase(f"{self.path}: {what} unreadable: {e} (corrupt database)") from None
 
     def _txn(self, txn: Any) -> Any:
         return contextlib.nullcontext(txn) if txn is not None else self.snapshot()

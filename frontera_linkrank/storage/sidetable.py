@@ -22,14 +22,17 @@ merged into the stored one at commit, e.g. a bounded log of records);
 without one, the last value put wins.
 """
 
+import contextlib
 import json
 import pickle
-from collections.abc import Callable, Iterable
+import struct
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
+from .errors import CorruptDatabase
 from .keys import page_key, page_keys
 
 Raw = bytes | memoryview
@@ -254,7 +257,10 @@ class SideTable:
         raw = txn.get(page_key(i), db=self.db) if self.db is not None else None
         if self._pending:
             raw = self._with_pending(i, raw)
-        return self.codec.decode(raw) if raw is not None else default
+        if raw is None:
+            return default
+        with self._damage():
+            return self.codec.decode(raw)
 
     def get_list(self, idx: Iterable[int] | np.ndarray, txn: Any) -> list[Any]:
         """Values of the pages ``idx`` in that order (None where a page has none).
@@ -273,9 +279,10 @@ class SideTable:
             # The common case (all stored, none changed in this batch), in bulk.
             decode_many = getattr(self.codec, "decode_many", None)
             raws = [raw for _, raw in got]
-            values = decode_many(raws) if decode_many is not None else map(self.codec.decode, raws)
-            for j, value in zip(order.tolist(), values):
-                out[j] = value
+            with self._damage():
+                values = decode_many(raws) if decode_many is not None else map(self.codec.decode, raws)
+                for j, value in zip(order.tolist(), values):
+                    out[j] = value
             return out
         decode = self.codec.decode
         found = {bytes(k): raw for k, raw in got}
@@ -284,8 +291,18 @@ class SideTable:
             if pending:
                 raw = self._with_pending(i, raw)
             if raw is not None:
-                out[j] = decode(raw)
+                with self._damage():
+                    out[j] = decode(raw)
         return out
+
+    @contextlib.contextmanager
+    def _damage(self) -> Iterator[None]:
+        """A stored value the codec cannot read is damage (:class:`CorruptDatabase`)."""
+        try:
+            yield
+        except (ValueError, TypeError, KeyError, IndexError, EOFError, struct.error) as e:
+            raise CorruptDatabase(f"side table {self.name!r}: a stored value is unreadable: {e} "
+                                  "(corrupt database)") from None
 
     def get_many(self, idx: Iterable[int] | np.ndarray, txn: Any) -> dict[int, Any]:
         """``{page: value}`` of the pages among ``idx`` that have a value."""

@@ -28,7 +28,12 @@ def _chunk_key(name: str, chunk: int) -> bytes:
 def read_info(txn: Any, db: Any, name: str) -> dict[str, Any] | None:
     """The info record of vector ``name`` (without reading the vector), or None."""
     raw = txn.get(name.encode() + _INFO, db=db)
-    return json.loads(bytes(raw)) if raw is not None else None
+    if raw is None:
+        return None
+    info = json.loads(bytes(raw))
+    if not isinstance(info, dict) or not isinstance(info.get("n_pages"), int) or info["n_pages"] < 0:
+        raise ValueError(f"info record of vector {name!r} is corrupt")
+    return info
 
 
 def read_scores(txn: Any, db: Any, name: str) -> tuple[np.ndarray, dict[str, Any]] | tuple[None, None]:
@@ -37,9 +42,15 @@ def read_scores(txn: Any, db: Any, name: str) -> tuple[np.ndarray, dict[str, Any
     if info is None:
         return None, None
     n = int(info["n_pages"])
-    out = np.empty(n, np.float64)
+    # The chunks first: their lengths, not the info record, decide what is allocated.
+    chunks = []
     for c in range((n + SCORE_CHUNK - 1) // SCORE_CHUNK):
         buf = txn.get(_chunk_key(name, c), db=db)
+        if buf is None or len(buf) != 8 * min(SCORE_CHUNK, n - c * SCORE_CHUNK):
+            raise ValueError(f"vector {name!r} is corrupt (chunk {c} missing or of the wrong length)")
+        chunks.append(buf)
+    out = np.empty(n, np.float64)
+    for c, buf in enumerate(chunks):
         lo = c * SCORE_CHUNK
         out[lo : lo + len(buf) // 8] = np.frombuffer(buf, "<f8")
     return out, info

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .errors import CorruptDatabase
+
 # Page states. The values match Frontera's States constants where they mean
 # the same thing (NOT_CRAWLED=0, CRAWLED=2, ERROR=3); LEASED is "handed out".
 UNFETCHED = 0
@@ -118,3 +120,24 @@ class VertexTable:
         """The fingerprints of all pages as a list of 20-byte strings."""
         raw = self.fp[: self.n].tobytes()
         return [raw[i : i + 20] for i in range(0, len(raw), 20)]
+
+
+def check_records(table: VertexTable, n_hosts: int, path: str) -> None:
+    """Refuse a page table whose records point outside it (a host id with
+    no host, a parent beyond the table, a state that does not exist):
+    damage that would otherwise surface as an index error mid-crawl.
+
+    Raises
+    ------
+    CorruptDatabase
+        With the same wording as ``page_db_check``'s failure.
+    """
+    n = table.n
+    problems = [
+        ("pages with an unknown state", table.state[:n] > ERROR),
+        ("pages point to missing hosts", table.host[:n] >= n_hosts),
+        ("pages point to missing parents", (table.parent[:n] != NO_PAGE) & (table.parent[:n] >= n)),
+    ]
+    for what, bad in problems:
+        if bad.any():
+            raise CorruptDatabase(f"{path}: {int(bad.sum())} {what} (corrupt database)")
