@@ -39,7 +39,9 @@ Bad lines:
 
 Progress goes to stderr (tqdm, on a terminal); a summary line at the end.
 Exit status 0 when done, 1 when stopped at a malformed line, 2 on a wrong
-PATH or file, or when a crawl holds the page database.
+PATH or file, when a crawl holds the page database, or when the disk is
+full (``PATH: disk full, ...``; what was committed before stays: free
+some space and run again, importing is idempotent).
 """
 
 from __future__ import annotations
@@ -51,11 +53,13 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+import lmdb
 import numpy as np
 from tqdm import tqdm
 
 from ..core.graph_import import LinkLoader, add_pages
 from ..settings import LinkRankSettings
+from ..storage.environment import write_error
 from ..storage.pagedb import PageDB, WriterLockedError
 from ..storage.urls import RejectedURL, check_url
 from .common import Argv, ToolError, error_line, parser, tool
@@ -338,7 +342,20 @@ def main(argv: Argv, prog: str) -> int:
         bar.close()
         for s in sources:
             s.close()
+        _sync_and_close(db)
+
+
+def _sync_and_close(db: PageDB) -> None:
+    """Make the import durable and close; a sync that fails is a write
+    error (a full disk: ``disk full``), unless another error is already on
+    its way out (then that one is reported)."""
+    failing = sys.exc_info()[1] is not None
+    try:
         db.env.sync(True)
+    except lmdb.Error as e:
+        if not failing:
+            raise write_error(db.path, e) from None
+    finally:
         db.close()
 
 

@@ -19,7 +19,14 @@ again when the database is reopened.
 
 Bad input never raises into the crawler: URLs that cannot be fetched are
 rejected with a reason, logged and counted (:meth:`~FrontierCore.stats`),
-and the rest of the batch goes on.
+values the database cannot store are checked where they enter
+(:mod:`.inputs`), and the rest of the batch goes on.
+
+A commit that cannot be written (a full disk) stops the frontier: one
+ERROR line, then reports are ignored, nothing is handed out and
+:meth:`~FrontierCore.finished` is true (:attr:`~FrontierCore.stopped` holds
+the error). The database keeps its last commit; the next run resumes from
+it, its leases offered again.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from ..scoring.links import database_adjacency
 from ..scoring.push import PushRank
 from ..scoring.ranker import Ranking
 from ..settings import LinkRankSettings
-from ..storage.pagedb import PageDB
+from ..storage.pagedb import DiskFullError, PageDB, WriteError
 from ..storage.vertices import CRAWLED, ERROR, F_EXTRAS, F_REFRESH, F_SEED, F_VALIDATORS, LEASED, NO_PAGE, UNFETCHED
 from .batch import BatchApplier
 from .codec import RETRIED_KEY, SEED_WEIGHT_KEY, OutgoingRequest, RequestFactory, RequestLike, build_requests
@@ -94,6 +101,10 @@ class FrontierCore:
         self.clock = clock
         self.request_factory = request_factory
         self.policy = POLICIES[s.POLICY]
+        # The error that stopped the frontier (a commit that could not be
+        # written: disk full), or None. Once set, reports are ignored and
+        # nothing is handed out; the database keeps its last commit.
+        self.stopped: WriteError | None = None
         self.db = db = PageDB(s.PATH, map_size=s.MAP_SIZE, sync=s.SYNC, checkpoint_bytes=s.CHECKPOINT_BYTES)
         try:
             self._open()
@@ -168,6 +179,8 @@ class FrontierCore:
     def add_seeds(self, seeds: Iterable[RequestLike]) -> None:
         """Add seed requests; ω's cash is split over the new ones (by
         ``meta[b'seed_weight']`` if given, else equally)."""
+        if self.stopped is not None:
+            return
         self.batch.apply()
         v = self.db.vertices
         funded: list[int] = []
@@ -209,6 +222,8 @@ class FrontierCore:
         # Commit the batch so far *before* recording this page, whose links
         # are still to come.
         self._maybe_commit(now)
+        if self.stopped is not None:
+            return
         status = http_status(response.status_code)
         if status is None:
             self._refuse(response, f"invalid HTTP status {response.status_code!r}")
@@ -230,6 +245,8 @@ class FrontierCore:
 
     def links_found(self, request: RequestLike, links: list) -> None:
         """Record the out-links of a fetched page (resolved with the batch)."""
+        if self.stopped is not None:
+            return
         if self._refused and self.registry.find(request) in self._refused:
             self.counters.add("links_of_invalid_responses", len(links))
             return
@@ -242,6 +259,8 @@ class FrontierCore:
         retried the fetch already: a new page is given up, a refresh goes
         on as any failed refresh (its stored copy stays)."""
         now = self.clock()
+        if self.stopped is not None:
+            return
         i = self.registry.find_or_create(request, depth=0)
         if i is None:
             return
@@ -281,10 +300,17 @@ class FrontierCore:
         """Lease and return up to ``max_n`` requests, best first, none for
         a host in ``overused_keys`` (host names, or IPs with
         ``key_type="ip"``) nor for a host id ``h`` with ``skip_host(h)``.
-        ``max_n`` 0 applies and commits the batch."""
+        ``max_n`` 0 applies and commits the batch. Nothing once the frontier
+        has stopped (:attr:`stopped`)."""
+        if self.stopped is not None:
+            return []
         self.batch.apply()
         now = self.clock()
-        self.ranking.step(now, self._commit, self._ranking_installed)
+        try:
+            self.ranking.step(now, self._commit, self._ranking_installed)
+        except WriteError as e:  # storing a finished ranking
+            self._stop(e)
+            return []
         for page in self.lifecycle.expire(now, self.settings.LEASE_TIMEOUT):
             self.recrawler.schedule(page, now)
         self.frontier.release_retries(now)
@@ -313,7 +339,8 @@ class FrontierCore:
             if self.on_leased is not None:
                 self.on_leased(pages)
         self._commit()
-        return self._requests(pages)
+        # Leases that did not reach the disk are not handed out.
+        return self._requests(pages) if self.stopped is None else []
 
     def requests(self, pages: list[int]) -> list:
         """Requests for ``pages`` as :meth:`next_requests` hands them out
@@ -348,6 +375,8 @@ class FrontierCore:
             self._commit()
 
     def _commit(self) -> None:
+        if self.stopped is not None:
+            return
         meta = {
             "aopic": {**self.aopic.state_dict(), "hosts": self.settings.OMEGA_HOSTS},
             "counters": self.counters,
@@ -355,22 +384,43 @@ class FrontierCore:
         }
         if self.recrawler is not None:
             meta["recrawl"] = self.recrawler.state_dict()
-        self.db.commit(meta)
+        try:
+            self.db.commit(meta)
+        except WriteError as e:
+            self._stop(e)
+            return
         self._refused.clear()
         self._last_commit = self.clock()
         self.counters.add("commits")
 
+    def _stop(self, error: WriteError) -> None:
+        """A commit could not be written: stop, saying so once. The database
+        keeps its last commit; the work since is redone by the next run
+        (its leases are recovered when it opens)."""
+        if self.stopped is None:
+            self.stopped = error
+            logger.error(
+                "frontier stopped: %s. The page database keeps its last commit: %srun the crawl again to resume "
+                "from it (requests handed out since are offered again)",
+                error, "free some space and " if isinstance(error, DiskFullError) else "",
+            )
+
     def close(self) -> None:
-        """Apply and commit what is pending, and close the page database."""
+        """Apply and commit what is pending (unless stopped), and close the
+        page database."""
         self.ranking.cancel()  # it holds a snapshot of the database we close
         if self.db.env is not None:
-            self.batch.apply()
-            self._commit()
+            if self.stopped is None:
+                self.batch.apply()
+                self._commit()
             self.db.close()
 
     # -- reporting ----------------------------------------------------------------------------------
     def finished(self) -> bool:
-        """Nothing pending, queued, leased, waiting a retry or due a refresh."""
+        """Nothing pending, queued, leased, waiting a retry or due a refresh
+        (or the frontier has stopped: :attr:`stopped`)."""
+        if self.stopped is not None:
+            return True
         return (
             not len(self.batch)
             and self.frontier.is_empty()
@@ -408,6 +458,8 @@ class FrontierCore:
             out["refresh_scheduled"] = len(self.recrawler.refresher)
         if self.push is not None:
             out.update(self.push.stats())
+        if self.stopped is not None:
+            out["stopped"] = 1
         return out
 
     def importance(self, idx: np.ndarray | None = None) -> np.ndarray:

@@ -443,6 +443,8 @@ class LinkRankScheduler(BaseScheduler):
         self.stats.inc_value("linkrank/lost", len(lost))
 
     def _spider_idle(self, spider: Spider | None = None) -> None:
+        if self.manager is not None and getattr(getattr(self.backend, "core", None), "stopped", None) is not None:
+            raise CloseSpider("linkrank_stopped")  # a commit could not be written (logged once by the core)
         if self.manager is not None and self.settings.MAX_PAGES and self._budget_left() <= 0 and not self._in_flight:
             raise CloseSpider("linkrank_page_budget")
 

@@ -14,7 +14,7 @@ from typing import Any
 import lmdb
 
 from . import meta as metadoc
-from .errors import CorruptDatabase, PageDBError
+from .errors import CorruptDatabase, DiskFullError, PageDBError, WriteError
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +74,27 @@ def clear_stale_readers(env: Any, path: str) -> int:
     if cleared:
         logger.info("%s: freed %d reader slot(s) of processes that are gone", path, cleared)
     return cleared
+
+
+# Less free space than this after a failed write: the disk is full. LMDB
+# reports a short write as an I/O error, whatever its cause.
+FULL_BELOW = 64 * 1024**2
+
+
+def write_error(path: str, error: Exception) -> WriteError:
+    """The error of a write transaction that failed with ``error``:
+    :class:`DiskFullError` when the file system has (almost) no room left."""
+    try:
+        st = os.statvfs(path)
+        free = st.f_bavail * st.f_frsize
+    except OSError:
+        free = None
+    text = str(error)
+    if "No space" in text or "quota" in text or (free is not None and free < FULL_BELOW):
+        room = f"{free / 1024**2:.1f} MiB free" if free is not None else "free space unknown"
+        return DiskFullError(f"{path}: disk full, the page database cannot be written ({room} on its file "
+                             f"system; LMDB: {text})")
+    return WriteError(f"{path}: the page database cannot be written: {text}")
 
 
 def begin_read(env: Any, **kw: Any) -> Any:
@@ -142,4 +163,4 @@ def table_handle(env: Any, dbs: dict[bytes, Any], name: bytes, readonly: bool) -
 
 
 __all__ = ["SPARE_TABLES", "TABLES", "begin_read", "check_path", "clear_stale_readers", "open_env", "open_tables",
-           "table_handle"]
+           "table_handle", "write_error"]

@@ -21,6 +21,14 @@ class CorruptValue(CorruptDatabase, ValueError):
     callers that read values of any origin)."""
 
 
+class WriteError(PageDBError):
+    """A commit could not be written (the last committed state is intact)."""
+
+
+class DiskFullError(WriteError):
+    """A commit could not be written: the file system is full."""
+
+
 class WriterLockedError(PageDBError):
     """Another process holds the database's writer lock.
 
@@ -35,4 +43,5 @@ class WriterLockedError(PageDBError):
         self.holder = holder
 
 
-__all__ = ["LMDB_DAMAGE", "CorruptDatabase", "CorruptValue", "PageDBError", "WriterLockedError"]
+__all__ = ["LMDB_DAMAGE", "CorruptDatabase", "CorruptValue", "DiskFullError", "PageDBError", "WriteError",
+           "WriterLockedError"]

@@ -39,7 +39,7 @@ import numpy as np
 from . import environment, integrity, vectors
 from .edges import EdgeStore
 from .environment import TABLES, begin_read
-from .errors import LMDB_DAMAGE, CorruptDatabase, PageDBError, WriterLockedError
+from .errors import LMDB_DAMAGE, CorruptDatabase, DiskFullError, PageDBError, WriteError, WriterLockedError
 from .features import VISIT, FeatureTables
 from .hosts import HostTable
 from .keys import page_key, page_keys
@@ -419,6 +419,13 @@ class PageDB(FeatureTables):
         those of their registered owners (:meth:`own_meta_section`). The
         LMDB map doubles and the write is retried whenever it is full, so
         callers never see ``MapFullError``.
+
+        Raises
+        ------
+        WriteError
+            The transaction could not be written (:class:`DiskFullError`:
+            the file system is full). The database keeps its last commit
+            and this batch, so the commit may be retried.
         """
         if self.readonly:
             raise PageDBError(f"{self.path}: read-only page database")
@@ -458,6 +465,10 @@ class PageDB(FeatureTables):
                     return write(txn)
             except lmdb.MapFullError:
                 self._grow()
+            except LMDB_DAMAGE:
+                raise
+            except lmdb.Error as e:  # disk full, I/O error: the transaction is aborted, nothing half-written
+                raise environment.write_error(self.path, e) from None
 
     def _grow(self) -> None:
         size = self.env.info()["map_size"] * 2
@@ -480,6 +491,6 @@ class PageDB(FeatureTables):
 
 
 __all__ = [
-    "CHUNK", "SCHEMA_NAME", "SCHEMA_VERSION", "SCORE_CHUNK", "TABLES", "VISIT", "CorruptDatabase", "PageDB",
-    "PageDBError", "WriterLockedError", "page_key", "page_keys", "read_scores", "write_scores",
+    "CHUNK", "SCHEMA_NAME", "SCHEMA_VERSION", "SCORE_CHUNK", "TABLES", "VISIT", "CorruptDatabase", "DiskFullError",
+    "PageDB", "PageDBError", "WriteError", "WriterLockedError", "page_key", "page_keys", "read_scores", "write_scores",
 ]  # fmt: skip
