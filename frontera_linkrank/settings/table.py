@@ -53,7 +53,8 @@ STORAGE = Section("Storage", (
     S("LINKRANK_PATH", Path(), "linkrank_db", "Directory of the LMDB page database; created on first use."),
     S("LINKRANK_SYNC", Bool(), True, "fsync on every commit (LMDB `sync`/`metasync`).",
       "With True a committed batch survives a power failure; with False it survives a crash of the process "
-      "(LMDB stays consistent) but the last commits may be lost if the machine itself goes down."),
+      "(LMDB stays consistent) but if the machine itself goes down the last commits may be lost and the file "
+      "may be damaged (opening it then says so: docs/guarantees.md)."),
     S("LINKRANK_MAP_SIZE", Int(lo=1 << 20, in_bytes=True), 256 * 1024**2,
       "Initial size of the LMDB memory map in bytes.",
       "The map doubles by itself when a commit needs more room; this only sets where it starts."),
