@@ -113,7 +113,8 @@ SCHEDULING = Section("Scheduling", (
       "HITS authority of the last periodic ranking (idem); `hybrid`: AOPIC cash plus "
       "`LINKRANK_HYBRID_WEIGHT` times the PageRank of the last ranking (pages found since: their cash alone); "
       "`push`: largest PageRank of the known graph, kept current after every batch by pushing residuals along "
-      "the crawled pages' links (`LINKRANK_PUSH_THRESHOLD`). "
+      "the crawled pages' links (`LINKRANK_PUSH_THRESHOLD`); `learned` (an experiment): a linear model fitted "
+      "offline over the push estimate, known in-links, depth and the host template (docs/ordering.md). "
       "Hybrid collects the most PageRank in simulated crawls of uk-2007 and the UKWA host graph."),
     S("LINKRANK_MAX_REQUESTS_PER_HOST", Int(lo=0), 0,
       "At most this many requests for one host in one batch (0: no cap)."),
