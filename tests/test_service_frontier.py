@@ -157,3 +157,17 @@ def test_the_frontier_waits_out_a_broker_outage(tmp_path, redis_server):
         core.close()
     assert svc.counters["broker_errors"] >= 1
     assert len(fetched) == 60 and core.counters["pages_crawled"] == 60
+
+
+def test_a_host_has_at_most_what_the_spiders_slots_hold(tmp_path, redis_server):
+    svc = service(tmp_path, redis_server)
+    svc.core.add_seeds([OutgoingRequest(f"http://one.test/{k}") for k in range(50)]
+                       + [OutgoingRequest(f"http://two.test/{k}") for k in range(50)])
+    t = RedisTransport(redis_server.url, "u")
+    t.heartbeat("s1", {"prefetch": 32, "interval": 0.2, "host_cap": 3}, ttl=30)
+    steps(svc, lambda: len(svc.book.open) > 0)
+    for _ in range(20):
+        svc.step()
+    hosts = [svc.core.db.url(x.page).split("/")[2] for x in svc.book.open.values()]
+    assert sorted(hosts) == ["one.test"] * 3 + ["two.test"] * 3  # not 16 each (the frontier's own cap)
+    svc.core.close()

@@ -296,12 +296,15 @@ class FrontierCore:
 
     # -- handing out ----------------------------------------------------------------------------
     def next_requests(self, max_n: int, key_type: str = "domain", overused_keys: Iterable[str] = (),
-                      skip_host: Callable[[int], bool] | None = None) -> list:
+                      skip_host: Callable[[int], bool] | None = None, max_per_host: int | None = None,
+                      host_counts: dict[int, int] | None = None) -> list:
         """Lease and return up to ``max_n`` requests, best first, none for
         a host in ``overused_keys`` (host names, or IPs with
         ``key_type="ip"``) nor for a host id ``h`` with ``skip_host(h)``.
-        ``max_n`` 0 applies and commits the batch. Nothing once the frontier
-        has stopped (:attr:`stopped`)."""
+        At most ``max_per_host`` (default ``LINKRANK_MAX_REQUESTS_PER_HOST``)
+        per host, counting ``host_counts`` (host id -> requests already
+        out). ``max_n`` 0 applies and commits the batch. Nothing once the
+        frontier has stopped (:attr:`stopped`)."""
         if self.stopped is not None:
             return []
         self.batch.apply()
@@ -320,8 +323,8 @@ class FrontierCore:
         skip = self.host_keys.skip_function(key_type, overused_keys or ())
         if skip_host is not None:
             skip = skip_host if skip is None else (lambda h, a=skip, b=skip_host: a(h) or b(h))
-        cap = self.settings.MAX_REQUESTS_PER_HOST
-        counts: dict[int, int] = {}  # host -> requests in this batch, refreshes and new pages alike
+        cap = self.settings.MAX_REQUESTS_PER_HOST if max_per_host is None else max_per_host
+        counts: dict[int, int] = dict(host_counts or {})  # host -> requests out, refreshes and new pages alike
         rc = self.recrawler
         refresh: list[int] = []
         if rc is not None:

@@ -35,6 +35,7 @@ from ..service import codec
 from ..service.client import RemoteFrontier
 from ..service.redis_transport import RedisTransport
 from ..storage.urls import RejectedURL, fingerprint
+from .config import slot_capacity
 from .scheduler import LinkRankScheduler
 
 if TYPE_CHECKING:
@@ -192,9 +193,13 @@ class RemoteScheduler(LinkRankScheduler):
         spider_id = s.SPIDER_ID or f"{socket.gethostname()}-{os.getpid()}"
         prefetch = s.PREFETCH or 2 * max(1, self.crawler.settings.getint("CONCURRENT_REQUESTS"))
         url, crawl = s.FRONTIER_URL, s.CRAWL
+        cs = self.crawler.settings
+        # Requests a host may have out with this spider: what its downloader slot holds.
+        host_cap = slot_capacity(cs.getint("CONCURRENT_REQUESTS_PER_IP") or cs.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
+                                 s)
         client = RemoteFrontier(lambda: RedisTransport(url, crawl), spider_id, prefetch, s.HEARTBEAT_INTERVAL,
                                 {"spider": spider.name, "machine": socket.gethostname(), "pid": os.getpid(),
-                                 "started": time.time()})
+                                 "started": time.time(), "host_cap": host_cap})
         self.manager = self.backend = RemoteManager(client, s.CLOSE_WHEN_FINISHED, s.SECRET)
         client.start()
         if s.SEEDS_FILE:

@@ -346,14 +346,16 @@ class FrontierService:
             return
         v = self.core.db.vertices
         host_out = Counter(int(v.host[x.page]) for x in self.book.open.values())
-        cap = self.host_cap
+        # Per host: the frontier's cap, or less if a spider's slots hold less.
+        cap = min([self.host_cap] + [int(i["host_cap"]) for i in self.live.values() if i.get("host_cap")])
         part = self._partition_of_host
 
         def skip(h: int) -> bool:
             return bool(closed[part(h)]) or host_out.get(h, 0) >= cap
 
         self._issued = []
-        requests = self.core.next_requests(n, skip_host=skip)  # leases recorded (on_leased) and committed
+        # Leases recorded (on_leased) and committed before this returns.
+        requests = self.core.next_requests(n, skip_host=skip, max_per_host=cap, host_counts=dict(host_out))
         if not requests:
             return
         if self.fault == "after_lease_commit":
