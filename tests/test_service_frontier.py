@@ -171,3 +171,23 @@ def test_a_host_has_at_most_what_the_spiders_slots_hold(tmp_path, redis_server):
     hosts = [svc.core.db.url(x.page).split("/")[2] for x in svc.book.open.values()]
     assert sorted(hosts) == ["one.test"] * 3 + ["two.test"] * 3  # not 16 each (the frontier's own cap)
     svc.core.close()
+
+
+def test_a_failed_commit_stops_the_service_and_acknowledges_nothing_it_did_not_commit(tmp_path, redis_server):
+    import threading
+
+    from frontera_linkrank.storage.errors import WriteError
+
+    svc = service(tmp_path, redis_server)
+    t = RedisTransport(redis_server.url, "u")
+    t.send(codec.seeds([["http://a.test/", fp("http://a.test/"), None]]))
+
+    def failing_commit(*args, **kwargs):
+        raise WriteError("disk full (simulated)")
+
+    svc.core.db.commit = failing_commit
+    svc.run(threading.Event())  # returns by itself: the frontier stopped
+    assert "disk full" in str(svc.error)
+    assert t.get("state")["state"] == "stopped"
+    assert t.backlog()["log_pending"] == 1  # the seeds entry: read, not applied, not acknowledged
+    svc.core.db.close()

@@ -98,6 +98,8 @@ def main(argv: Argv, prog: str) -> None:
             core.add_seeds([OutgoingRequest(u) for u in seeds])
             logging.getLogger(__name__).info("%d seeds read from %s", len(seeds), args.seeds)
         service.run(stop)
+        if service.error is not None:
+            raise ToolError(f"frontier stopped: {service.error}")
     except (ValueError, redis.RedisError) as e:
         raise ToolError(str(e)) from None
     finally:

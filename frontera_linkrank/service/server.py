@@ -43,6 +43,10 @@ FAULT_ENV = "FRONTERA_LINKRANK_FAULT"  # "after_lease_commit": exit between comm
 READ_BATCH = 500  # log entries per read (each a batch of reports)
 
 
+class FrontierStopped(Exception):
+    """The frontier core stopped (a commit could not be written): serving ends."""
+
+
 class _Response:
     """What the core reads of a fetched page, rebuilt from a report."""
 
@@ -81,6 +85,7 @@ class FrontierService:
         self.counters: Counter = Counter()
         self.host_cap = core.settings.MAX_REQUESTS_PER_HOST or 16
         self.fault = os.environ.get(FAULT_ENV)
+        self.error: Exception | None = None  # what stopped the frontier, if something did
         self._host_part: list[int] = []
         self._issued: list = []
         core.on_leased = self._leased
@@ -135,6 +140,18 @@ class FrontierService:
         self.start()
         logger.info("serving %s: %d partitions, %d open leases, log applied through %s", self.core.settings.PATH,
                     self.P, len(self.book.open), self.book.log_offset)
+        try:
+            self._serve(stop)
+        except FrontierStopped as e:
+            # A commit failed (disk full): what it held stays unacknowledged
+            # in the broker and is applied by the next run on this database.
+            self.error = e.args[0]
+            self._publish_state(time.monotonic(), "stopped")
+            return
+        self.core.next_requests(0)
+        self._publish_state(time.monotonic(), "stopped")
+
+    def _serve(self, stop: threading.Event) -> None:
         while not stop.is_set():
             try:
                 if self._recover:
@@ -148,8 +165,6 @@ class FrontierService:
                 logger.warning("broker unavailable (%s: %s): retrying", type(e).__name__, e)
                 self._pending_phase = self._recover = True
                 stop.wait(1.0)
-        self.core.next_requests(0)
-        self._publish_state(time.monotonic(), "stopped")
 
     def step(self) -> int:
         """One round of the loop; returns the log entries applied."""
@@ -204,6 +219,7 @@ class FrontierService:
             if offset_key(offset) > offset_key(self.book.log_offset):
                 self.book.log_offset = offset
         self.core.next_requests(0)  # apply and commit, with the log offset
+        self._check_stopped()  # not committed: the entries stay unacknowledged
         self.t.ack_log(done)
         return len(done)
 
@@ -213,6 +229,10 @@ class FrontierService:
             self.t.trim_log(self.book.log_offset)
         for p, low in self._feed_lows().items():
             self.t.trim_feed(p, low)
+
+    def _check_stopped(self) -> None:
+        if self.core.stopped is not None:
+            raise FrontierStopped(self.core.stopped)
 
     def _apply_entry(self, offset: str, raw: bytes) -> None:
         try:
@@ -356,6 +376,7 @@ class FrontierService:
         self._issued = []
         # Leases recorded (on_leased) and committed before this returns.
         requests = self.core.next_requests(n, skip_host=skip, max_per_host=cap, host_counts=dict(host_out))
+        self._check_stopped()
         if not requests:
             return
         if self.fault == "after_lease_commit":
@@ -378,7 +399,8 @@ class FrontierService:
     def finished(self) -> bool:
         """Nothing queued, nothing leased, nothing unread in the log (and
         some page known: an empty frontier waits for seeds)."""
-        return self._drained and not self.book.open and self.core.db.n_pages > 0 and self.core.finished()
+        return (self.core.stopped is None and self._drained and not self.book.open and self.core.db.n_pages > 0
+                and self.core.finished())
 
     def _publish_state(self, now: float, state: str | None = None) -> None:
         t0, c0 = self._rate
