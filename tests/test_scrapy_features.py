@@ -104,7 +104,9 @@ def test_probe_spider_features(tmp_path):
 
     served = {x for x in g.urls if x not in (u["refused"], u["private"])}
     assert set(fetches) == served and max(fetches.values()) == 1
-    assert "goes through Scrapy's queue, not the frontier" in out.stdout  # the lambda callback
+    # the lambda callback cannot be stored: the request is kept in memory, fetched through the frontier
+    assert "the callback of this request cannot be stored in the page database" in out.stdout
+    assert stats["linkrank/requests_in_memory"] == 1
 
     got = [json.loads(line) for line in open(items)]
     errors = [(x["error"], x["type"]) for x in got if "error" in x]
@@ -128,9 +130,13 @@ def test_probe_spider_features(tmp_path):
         assert v.state[i] == ERROR and v.errors[i] == 1 and "IgnoreRequest" in error_message(db, i)
         for url in not_found:
             assert v.state[page(url)] == CRAWLED and v.status[page(url)] == 404
-        # dont_frontier and unstorable requests went through Scrapy's queue...
-        for key in ("side", "lambda"):
-            assert page(u[key]) is None or v.n_crawls[page(u[key])] == 0
+        # dont_frontier requests went through Scrapy's queue...
+        assert page(u["side"]) is None or v.n_crawls[page(u["side"])] == 0
+        # ...the one with a lambda callback through the frontier, stored without it
+        i = page(u["lambda"])
+        assert v.state[i] == CRAWLED and v.n_crawls[i] == 1
+        with db.snapshot() as txn:
+            assert db.request_extras([i], txn)[i][3][b"linkrank_unstored"] == ["callback"]
         # ...and links of a page the frontier did not hand out enter it as seeds
         i = page(u["from_side"])
         assert v.state[i] == CRAWLED and v.flags[i] & F_SEED

@@ -5,6 +5,12 @@ Most links are plain GETs: the page's URL and fingerprint say everything.
 A request with a method, headers, cookies, a body or meta of its own keeps
 those parts (stored with the page, flag ``F_EXTRAS``) and is handed out as
 it came in. Meta keys the frontier manages itself are not stored.
+
+Parts are stored as plain data (MessagePack, see
+:mod:`frontera_linkrank.storage.packed`). A part that is not plain data (a
+function, a response object...) cannot be stored: :func:`storable_parts`
+leaves it out and lists what it left out under :data:`UNSTORED_KEY`, and
+the frontier keeps the whole request in memory for the run that made it.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ import math
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..storage.packed import encodable
+
 SCORE_KEY = b"score"  # response meta: content score of the page; link meta: its hint
 SEED_WEIGHT_KEY = b"seed_weight"  # seed request meta: share of ω's cash
 FINGERPRINT_KEY = b"fingerprint"
@@ -20,6 +28,9 @@ FINGERPRINT_KEY = b"fingerprint"
 RETRIED_KEY = b"retried"
 # response meta: the body's content hash computed by a remote fetcher (the body itself is not sent)
 CONTENT_HASH_KEY = b"content_hash"
+# Stored meta of a request some parts of which could not be stored: what
+# was left out (a list of names such as "meta[b'x']").
+UNSTORED_KEY = b"linkrank_unstored"
 
 # Meta keys the frontier manages itself; not stored with a request.
 INTERNAL_META = frozenset(
@@ -54,11 +65,16 @@ class RequestLike(Protocol):
 
 def may_have_parts(req: RequestLike) -> bool:
     """Cheap test: False for a plain GET with only a fingerprint (and an
-    empty ``scrapy_meta``). The per-link fast path of batch application."""
+    empty ``scrapy_meta``) in its meta. The per-link fast path of batch
+    application; a meta key of the frontier's own (a ``score`` hint) makes
+    it True too."""
+    if req.method != b"GET" or req.headers or req.cookies or req.body:
+        return True
     meta = req.meta
-    return bool(
-        len(meta) > 2 or req.method != b"GET" or req.headers or req.cookies or req.body or meta.get(b"scrapy_meta")
-    )
+    for k in meta:
+        if k != FINGERPRINT_KEY and (k != b"scrapy_meta" or meta[k]):
+            return True
+    return False
 
 
 def request_parts(req: RequestLike) -> Parts | None:
@@ -74,6 +90,52 @@ def request_parts(req: RequestLike) -> Parts | None:
             return None
     extra = {k: v for k, v in meta.items() if k not in INTERNAL_META and (v or k != b"scrapy_meta")}
     return (req.method, req.headers, req.cookies, extra, req.body)
+
+
+def _name(key: Any) -> str:
+    text = repr(key)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def storable_parts(parts: Parts) -> tuple[Parts, list[str]]:
+    """``parts`` without what cannot be stored, and the names of what was
+    left out (also listed in the stored meta under :data:`UNSTORED_KEY`).
+    A meta value that is a dict loses only its keys that cannot be stored.
+
+    >>> f = lambda: 1
+    >>> parts, missing = storable_parts((b"GET", None, None, {b"a": 1, b"s": {"ok": 2, "f": f}, b"g": f}, b""))
+    >>> parts[3]
+    {b'a': 1, b's': {'ok': 2}, b'linkrank_unstored': ["meta[b's']['f']", "meta[b'g']"]}
+    >>> missing
+    ["meta[b's']['f']", "meta[b'g']"]
+    """
+    method, headers, cookies, meta, body = parts
+    missing: list[str] = []
+
+    def keep(name: str, value: Any, default: Any) -> Any:
+        if encodable(value):
+            return value
+        missing.append(name)
+        return default
+
+    method, headers = keep("method", method, b"GET"), keep("headers", headers, None)
+    cookies, body = keep("cookies", cookies, None), keep("body", body, b"")
+    stored: dict = {}
+    for k, v in meta.items():
+        if encodable({k: v}):
+            stored[k] = v
+        elif isinstance(v, dict) and encodable(k):
+            stored[k] = {}
+            for sk, sv in v.items():
+                if encodable({sk: sv}):
+                    stored[k][sk] = sv
+                else:
+                    missing.append(f"meta[{_name(k)}][{_name(sk)}]")
+        else:
+            missing.append(f"meta[{_name(k)}]")
+    if missing:
+        stored[UNSTORED_KEY] = list(missing)
+    return (method, headers, cookies, stored, body), missing
 
 
 def as_score(value: Any) -> float | None:

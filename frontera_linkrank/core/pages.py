@@ -12,10 +12,11 @@ import numpy as np
 
 from ..scheduling.lifecycle import PageLifecycle
 from ..scoring.aopic import Aopic
+from ..storage.packed import Unencodable
 from ..storage.pagedb import PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
 from ..storage.vertices import F_EXTRAS, NO_PAGE
-from .codec import FINGERPRINT_KEY, SCORE_KEY, RequestLike, may_have_parts, request_parts
+from .codec import FINGERPRINT_KEY, SCORE_KEY, Parts, RequestLike, may_have_parts, request_parts, storable_parts
 from .counters import Counters
 from .inputs import as_float, url_text
 
@@ -52,6 +53,10 @@ class PageRegistry:
         # Known pages per host (the host budget LINKRANK_MAX_PAGES_PER_HOST).
         self.host_known: list[int] = np.bincount(v.host[: v.n], minlength=len(db.host_names)).tolist()
         self._rejected_logged: dict[str, int] = {}
+        # page -> the full parts of a request that could not all be stored:
+        # handed out as they came in this run, until the page is fetched.
+        self.unstored: dict[int, Parts] = {}
+        self._unstored_logged: set[str] = set()
 
     # -- hosts ------------------------------------------------------------------------------
     def host(self, name: str) -> int:
@@ -135,13 +140,35 @@ class PageRegistry:
             if may_have_parts(req):
                 parts = request_parts(req)
                 if parts is not None:
-                    db.set_request_extras(start + j, parts)
+                    self.store_parts(start + j, parts, req.url)
                     v.flags[start + j] |= F_EXTRAS
                 hint = req.meta.get(SCORE_KEY)
                 if hint is not None:
                     self.set_hint(start + j, hint)
         self.lifecycle.created(start, k)
         return start
+
+    def store_parts(self, i: int, parts: Parts, url: str) -> None:
+        """Store the request parts of new page ``i``; parts that cannot be
+        stored are left out and the whole request is kept in memory (a
+        warning names each kind of part left out, once)."""
+        try:
+            self.db.set_request_extras(i, parts)
+            return
+        except Unencodable:
+            pass
+        stored, missing = storable_parts(parts)
+        self.db.set_request_extras(i, stored)
+        self.unstored[i] = parts
+        self.counters.add("requests_unstored")
+        new = [m for m in missing if m not in self._unstored_logged]
+        if new:
+            self._unstored_logged.update(new)
+            logger.warning(
+                "%s: request %s cannot be stored in the page database (not plain data): the request is kept "
+                "in memory and handed out as it came in this run only (logged once per name)",
+                url, ", ".join(new),
+            )
 
     def set_hint(self, i: int, value: Any) -> None:
         """Raise page ``i``'s hint (content score of the links to it) to ``value``."""

@@ -92,13 +92,7 @@ class LinkRankSpiderMiddleware:
                     x.meta.pop(FRONTIER_META, None)  # a new request, not a follow-up of this page's
                     yield x
                     continue
-                try:
-                    links.append(to_frontera(x, spider))
-                except ValueError as e:
-                    logger.warning("%s goes through Scrapy's queue, not the frontier: %s", x.url, e)
-                    x.meta[DONT_FRONTIER] = True
-                    x.meta.pop(FRONTIER_META, None)
-                    yield x
+                links.append(to_frontera(x, spider))
         finally:
             self._open.discard(id(response))
             scheduler.response_done(response, links)

@@ -77,8 +77,10 @@ from twisted.internet import task
 
 from ..core.codec import RETRIED_KEY
 from ..settings import SettingsError
+from .callbacks import UnusableRequest
 from .config import frontera_settings, read_seeds_file, slot_capacity
 from .converters import DONT_FRONTIER, FRONTIER_META, response_to_frontera, to_frontera, to_scrapy
+from .kept import KeptRequests
 from .middleware import install
 from .startup import StartFailure
 
@@ -147,6 +149,8 @@ class LinkRankScheduler(BaseScheduler):
         self._n_buffered = 0
         self._seq = 0
         self._in_flight: dict[str, str] = {}  # fingerprint -> slot key, handed to Scrapy and not reported
+        # requests that could not be stored whole: fetched in this run (.kept)
+        self._kept = KeptRequests(lambda: getattr(self, "backend", None), self.stats)
         self._slot_load: collections.Counter[str] = collections.Counter()  # slot key -> requests in flight
         self._reports = 0  # outcomes reported (news that may fill an empty frontier)
         self._empty: tuple[float, int] | None = None  # (time, reports) of the last ask that returned nothing
@@ -246,12 +250,7 @@ class LinkRankScheduler(BaseScheduler):
             return self._enqueue_local(request, filtered=False)
         if meta.get(DONT_FRONTIER):
             return self._enqueue_local(request)
-        try:
-            seed = to_frontera(request, self.spider)
-        except ValueError as e:
-            logger.warning("%s goes through Scrapy's queue, not the frontier: %s", request.url, e)
-            return self._enqueue_local(request)
-        self._seeds.append(seed)
+        self._seeds.append(to_frontera(request, self.spider))
         self.stats.inc_value("linkrank/seeds_start")
         return True
 
@@ -294,6 +293,7 @@ class LinkRankScheduler(BaseScheduler):
     def _flush_seeds(self) -> None:
         if self._seeds:
             seeds, self._seeds = self._seeds, []
+            self._kept.take(seeds)
             for k in range(0, len(seeds), SEED_CHUNK):
                 self.manager.add_seeds(seeds[k : k + SEED_CHUNK])
             self._empty = None
@@ -343,14 +343,28 @@ class LinkRankScheduler(BaseScheduler):
             self._empty = (time.monotonic(), self._reports)
             return
         self._empty = None
+        n = 0
         for fr in frequests:
-            request = to_scrapy(fr, self.spider)
+            try:
+                request = to_scrapy(fr, self.spider, self._kept.get(fr.meta[b"fingerprint"].decode("ascii")))
+            except UnusableRequest as e:
+                self._drop(fr, e)
+                continue
             request.errback = _Errback(self, request.errback)
             key = self._slot_key(request)
             self._buffer.setdefault(key, collections.deque()).append((self._seq, request))
             self._seq += 1
-        self._n_buffered += len(frequests)
-        self.stats.inc_value("linkrank/requests", len(frequests))
+            n += 1
+        self._n_buffered += n
+        self.stats.inc_value("linkrank/requests", n)
+
+    def _drop(self, frequest: FRequest, error: UnusableRequest) -> None:
+        """A request handed out that cannot be rebuilt: a permanent error of its page."""
+        logger.warning("%s: not fetched: %s", frequest.url, error)
+        meta = {b"scrapy_meta": {}, b"dont_retry": True}
+        self.manager.request_error(FRequest(url=frequest.url, meta=meta), f"UnusableRequest: {error}")
+        self._reports += 1
+        self.stats.inc_value("linkrank/dropped")
 
     def _pop_ready(self) -> Request | None:
         """The best buffered request whose slot has room, or None."""
@@ -392,10 +406,13 @@ class LinkRankScheduler(BaseScheduler):
         pages the frontier did not hand out enter it as seeds."""
         if self.manager is None:
             return
+        self._kept.take(links)
         if not self._finish(response.meta):
             if links:
                 self._seeds.extend(links)
             return
+        if self._kept:
+            self._kept.done(response.meta[FRONTIER_META]["fingerprint"])
         fresponse = response_to_frontera(response)
         self.manager.page_crawled(fresponse)
         self._fetched += 1 + len(set(response.meta.get("redirect_urls") or ()))

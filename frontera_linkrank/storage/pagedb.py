@@ -13,8 +13,9 @@ Named databases inside the environment:
 
 and the side tables of the features (:mod:`.sidetable`), keyed by page index:
 
-``requests``   pickled method/headers/cookies/meta/body of requests that
-               are not a plain GET (so they are handed out as they came in)
+``requests``   method/headers/cookies/meta/body of requests that are not a
+               plain GET (so they are handed out as they came in), as
+               MessagePack (:mod:`.packed`; format in the section ``requests``)
 ``errors``     last fetch error (UTF-8)
 ``visits``     the page's last recrawl visits (:data:`VISIT` records:
                interval since the previous visit, changed or not)
@@ -129,6 +130,8 @@ class PageDB(FeatureTables):
             self.dbs = environment.open_tables(self.env, self.path, readonly)
             self._open_parts(int(checkpoint_bytes or 0))
             self.reload()
+            with self.snapshot() as txn:
+                self._check_request_format(txn)
         except LMDB_DAMAGE as e:
             self.close()
             raise CorruptDatabase(f"{self.path}: LMDB reports damage: {e} (corrupt database)") from None

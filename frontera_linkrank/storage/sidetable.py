@@ -24,7 +24,6 @@ without one, the last value put wins.
 
 import contextlib
 import json
-import pickle
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -115,23 +114,6 @@ class Json:
 
     def decode(self, raw: Raw) -> Any:
         return json.loads(bytes(raw))
-
-
-@dataclass(frozen=True)
-class Pickled:
-    """A Python value pickled (protocol 5).
-
-    Only for values that this package's own writer stored in a database
-    the user trusts: unpickling runs code named by the data.
-    """
-
-    merge = None
-
-    def encode(self, value: Any) -> bytes:
-        return pickle.dumps(value, protocol=5)
-
-    def decode(self, raw: Raw) -> Any:
-        return pickle.loads(bytes(raw))
 
 
 @dataclass(frozen=True, eq=True)
@@ -310,4 +292,4 @@ class SideTable:
         return {i: v for i, v in zip(pages.tolist(), self.get_list(pages, txn)) if v is not None}
 
 
-__all__ = ["Codec", "Json", "Pickled", "RecordLog", "SideTable", "Text"]
+__all__ = ["Codec", "Json", "RecordLog", "SideTable", "Text"]
