@@ -12,7 +12,8 @@ A name is allowed when:
   those classes;
 - it is not a method of ``scrapy.Spider`` itself other than ``parse``
   (``close``, ``start``, ``start_requests``, ``from_crawler``,
-  ``update_settings``, ``handles_request``, ``log``...);
+  ``update_settings``, ``handles_request``, ``log``...), nor the
+  ``closed`` hook Scrapy calls at the end of a crawl;
 - the spider's class defines it as a plain function, so that it is a
   method bound to the spider (not an instance attribute, property,
   static or class method, or another callable object); it is looked up
@@ -28,8 +29,8 @@ from typing import Any
 from scrapy import Spider
 from scrapy.spiders import CrawlSpider, SitemapSpider
 
-# Methods of scrapy.Spider that are not callbacks.
-_SPIDER_OWN = frozenset(name for name in dir(Spider) if name != "parse")
+# Methods of scrapy.Spider (and older ones, and the hook it calls): not callbacks.
+_SPIDER_OWN = frozenset(name for name in dir(Spider) if name != "parse") | {"closed", "start_requests"}
 # Scrapy's generic spiders store these private dispatchers as callbacks.
 _DISPATCHERS: dict[str, type] = {"_callback": CrawlSpider, "_errback": CrawlSpider, "_parse_sitemap": SitemapSpider}
 

@@ -138,8 +138,8 @@ def to_frontera(request: Request, spider: Spider) -> FRequest:
 
 def to_scrapy(frequest: FRequest, spider: Spider, kept: Request | None = None) -> Request:
     """Scrapy request for a request handed out by the frontier: ``kept``
-    (the request of this run kept in memory) if given, else rebuilt from
-    the stored parts.
+    (the request of this run kept in memory) if given and the stored parts
+    lack something, else rebuilt from the stored parts.
 
     Raises
     ------
@@ -150,13 +150,13 @@ def to_scrapy(frequest: FRequest, spider: Spider, kept: Request | None = None) -
     """
     meta = frequest.meta
     info = {"fingerprint": meta[b"fingerprint"].decode("ascii"), "depth": int(meta.get(b"depth", 0))}
-    if kept is not None:
+    unstored = meta.get(UNSTORED_KEY)
+    if kept is not None and unstored:  # (else the page's stored request came first, and is whole)
         request = kept.replace(meta={**kept.meta, FRONTIER_META: info}, dont_filter=True)
         request.meta.setdefault("depth", info["depth"])
         for name, value in (frequest.headers or {}).items():  # conditional headers of a refresh
             request.headers[name] = value
         return request
-    unstored = meta.get(UNSTORED_KEY)
     if unstored:
         what = ", ".join(map(str, unstored)) if isinstance(unstored, list) else "parts"
         raise UnusableRequest(f"its {what[:200]} could not be stored and were only kept in memory by an earlier run")
