@@ -1,6 +1,7 @@
 """``side``: follows every link through the frontier, and also asks for
-each linked page with a callback that is not a spider method (a lambda),
-which cannot be stored in the frontier and goes through Scrapy's queue."""
+each linked page with a callback that is not a spider method (a lambda):
+that request cannot be stored, so it is kept in memory, but it still goes
+through the frontier, which fetches each page once."""
 
 import scrapy
 
