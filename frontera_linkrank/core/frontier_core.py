@@ -47,7 +47,6 @@ from ..scoring.links import database_adjacency
 from ..scoring.push import PushRank
 from ..scoring.ranker import Ranking
 from ..settings import LinkRankSettings
-from ..storage.packed import Unreadable
 from ..storage.pagedb import DiskFullError, PageDB, WriteError
 from ..storage.vertices import CRAWLED, ERROR, F_EXTRAS, F_REFRESH, F_SEED, F_VALIDATORS, LEASED, NO_PAGE, UNFETCHED
 from .batch import BatchApplier
@@ -367,28 +366,9 @@ class FrontierCore:
             if self.recrawler is not None:
                 want = (v.flags[idx] & (F_REFRESH | F_VALIDATORS)) == (F_REFRESH | F_VALIDATORS)
                 conditional = self.recrawler.conditional_headers(idx[want].tolist(), txn)
-        memory = self.registry.unstored
-        if memory:
-            extras.update((p, memory[p]) for p in extra_pages if p in memory)
-        bad = {p: e for p, e in extras.items() if isinstance(e, Unreadable)}
-        if bad:
-            pages = self._drop_unreadable(pages, urls, bad)
-            urls = db.urls(pages)
+        pages, urls = self.registry.usable_parts(pages, urls, extras)
         fps = v.fp[pages].tobytes().hex().encode("ascii")
         return build_requests(self.request_factory, urls, fps, v.depth[pages].tolist(), extras, conditional, pages)
-
-    def _drop_unreadable(self, pages: list[int], urls: list, bad: dict[int, Unreadable]) -> list[int]:
-        """Give up the pages of ``bad`` (their stored request does not
-        decode: a damaged or crafted database) with the reason as their
-        error; the pages of the batch that remain."""
-        for (p, url) in zip(pages, urls):
-            if p in bad:
-                message = f"stored request unreadable ({bad[p]}): not fetched"
-                logger.warning("%s: %s", url, message)
-                self.db.set_error(p, message)
-                self.lifecycle.give_up(p)
-                self.counters.add("requests_unreadable")
-        return [p for p in pages if p not in bad]
 
     def _ranking_installed(self, ranking: Ranking) -> None:
         if self.policy.rebuild_on_ranking:

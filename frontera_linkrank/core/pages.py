@@ -12,7 +12,7 @@ import numpy as np
 
 from ..scheduling.lifecycle import PageLifecycle
 from ..scoring.aopic import Aopic
-from ..storage.packed import Unencodable
+from ..storage.packed import Unencodable, Unreadable
 from ..storage.pagedb import PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
 from ..storage.vertices import F_EXTRAS, NO_PAGE
@@ -169,6 +169,27 @@ class PageRegistry:
                 "in memory and handed out as it came in this run only (logged once per name)",
                 url, ", ".join(new),
             )
+
+    def usable_parts(self, pages: list[int], urls: list, parts: dict[int, Any]) -> tuple[list[int], list]:
+        """The leased ``pages`` (and their ``urls``) that can be handed out
+        with ``parts`` (their stored parts, updated in place with those
+        kept in memory). A page whose stored parts do not decode (a damaged
+        or crafted database) is given up with the reason as its error."""
+        memory = self.unstored
+        if memory:
+            parts.update((p, memory[p]) for p in pages if p in memory)
+        bad = {p: e for p, e in parts.items() if isinstance(e, Unreadable)}
+        if not bad:
+            return pages, urls
+        for p, url in zip(pages, urls):
+            if p in bad:
+                message = f"stored request unreadable ({bad[p]}): not fetched"
+                logger.warning("%s: %s", url, message)
+                self.db.set_error(p, message)
+                self.lifecycle.give_up(p)
+                self.counters.add("requests_unreadable")
+        keep = [k for k, p in enumerate(pages) if p not in bad]
+        return [pages[k] for k in keep], [urls[k] for k in keep]
 
     def set_hint(self, i: int, value: Any) -> None:
         """Raise page ``i``'s hint (content score of the links to it) to ``value``."""
