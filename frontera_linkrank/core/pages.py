@@ -136,7 +136,15 @@ class PageRegistry:
         v.parent[sl] = parents
         if flags:
             v.flags[sl] = flags
+        fp_key = FINGERPRINT_KEY
         for j, req in enumerate(reqs):
+            # Inline fast path (once per new link): a GET whose meta is only
+            # its fingerprint has nothing to store and no hint.
+            meta = req.meta
+            if len(meta) == 1 and fp_key in meta and req.method == b"GET" and not (
+                req.headers or req.cookies or req.body
+            ):
+                continue
             if may_have_parts(req):
                 parts = request_parts(req)
                 if parts is not None:
