@@ -139,10 +139,15 @@ class PageRegistry:
         fp_key = FINGERPRINT_KEY
         for j, req in enumerate(reqs):
             # Inline fast path (once per new link): a GET whose meta is only
-            # its fingerprint has nothing to store and no hint.
+            # its fingerprint (and an empty scrapy_meta) has nothing to store
+            # and no hint.
             meta = req.meta
-            if len(meta) == 1 and fp_key in meta and req.method == b"GET" and not (
-                req.headers or req.cookies or req.body
+            n = len(meta)
+            if (
+                fp_key in meta
+                and (n == 1 or (n == 2 and not meta.get(b"scrapy_meta", 1)))
+                and req.method == b"GET"
+                and not (req.headers or req.cookies or req.body)
             ):
                 continue
             if may_have_parts(req):
