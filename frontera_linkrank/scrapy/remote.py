@@ -95,15 +95,23 @@ class RemoteManager:
                                 cookies=parts.get("c") or None, body=parts.get("b") or "", meta=meta))
         return out
 
-    def page_crawled(self, response: FResponse) -> None:
+    def _take_held(self, url: str) -> tuple[bytes, tuple] | None:
+        """Send the previous report, then the lease held for ``url``'s page
+        (fingerprint, (partition, entry id, lease)); None, counted, if none."""
         self.end_report()
-        request = response.request
-        fp = _fp(request.url)
+        fp = _fp(url)
         held = self.held.pop(fp, None) if fp is not None else None
         if held is None:
             self.unmatched += 1
+            return None
+        return fp, held
+
+    def page_crawled(self, response: FResponse) -> None:
+        request = response.request
+        taken = self._take_held(request.url)
+        if taken is None:
             return
-        p, entry_id, lease = held
+        fp, (p, entry_id, lease) = taken
         meta = request.meta
         item = {"k": "f", "l": lease, "f": fp, "u": response.url, "s": int(response.status_code),
                 "h": self._hash(response), "hd": self._headers(response.headers)}
@@ -133,13 +141,10 @@ class RemoteManager:
             self.client.done(p, entry_id, item)
 
     def request_error(self, request: FRequest, error: str) -> None:
-        self.end_report()
-        fp = _fp(request.url)
-        held = self.held.pop(fp, None) if fp is not None else None
-        if held is None:
-            self.unmatched += 1
+        taken = self._take_held(request.url)
+        if taken is None:
             return
-        p, entry_id, lease = held
+        fp, (p, entry_id, lease) = taken
         self.client.done(p, entry_id, {"k": "e", "l": lease, "f": fp, "u": request.url, "e": error[:1000],
                                        "p": bool(request.meta.get(b"dont_retry")),
                                        "rt": bool(request.meta.get(RETRIED_KEY))})
