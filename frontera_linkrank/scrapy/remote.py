@@ -252,11 +252,8 @@ class RemoteScheduler(LinkRankScheduler):
     def _reclaim_lost(self) -> None:
         lost = list(self._in_flight.items())
         logger.warning("%d requests handed out never came back from Scrapy: recorded as failed", len(lost))
-        for fp, key in lost:
-            self._in_flight.pop(fp)
-            self._slot_load[key] -= 1
-            if self._slot_load[key] <= 0:
-                del self._slot_load[key]
+        for fp, _ in lost:
+            self._release(fp)
             held = self.manager.held.pop(fp.encode("ascii"), None)
             if held is not None:
                 p, entry_id, lease = held

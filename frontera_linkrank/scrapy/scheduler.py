@@ -391,14 +391,19 @@ class LinkRankScheduler(BaseScheduler):
         info = meta.get(FRONTIER_META)
         if not info:
             return False
-        key = self._in_flight.pop(info.get("fingerprint"), None)
-        if key is None:
+        if self._release(info.get("fingerprint")) is None:
             return False
-        self._slot_load[key] -= 1
-        if self._slot_load[key] <= 0:
-            del self._slot_load[key]
         self._reports += 1
         return True
+
+    def _release(self, fp: Any) -> Any:
+        """Forget the in-flight request ``fp`` and free its slot; the slot key, or None."""
+        key = self._in_flight.pop(fp, None)
+        if key is not None:
+            self._slot_load[key] -= 1
+            if self._slot_load[key] <= 0:
+                del self._slot_load[key]
+        return key
 
     def response_done(self, response: Response, links: list[FRequest]) -> None:
         """A response of the crawl and the frontier links its page yielded
@@ -448,11 +453,8 @@ class LinkRankScheduler(BaseScheduler):
         dropped them): failed, so the frontier offers them again later."""
         lost = list(self._in_flight.items())
         logger.warning("%d requests handed out never came back from Scrapy: recorded as failed", len(lost))
-        for fp, key in lost:
-            self._in_flight.pop(fp)
-            self._slot_load[key] -= 1
-            if self._slot_load[key] <= 0:
-                del self._slot_load[key]
+        for fp, _ in lost:
+            self._release(fp)
             url = self.backend.core.url_of(bytes.fromhex(fp))
             if url is not None:
                 self.manager.request_error(FRequest(url=url, meta={b"scrapy_meta": {}}), "lost in Scrapy")
