@@ -89,17 +89,20 @@ class Fetched:
 
 
 # -- 1. in-process -----------------------------------------------------------------------------
-def in_process(workdir, seconds, batch=256):
+def in_process(workdir, first, last, batch=256):
+    """Pages a second (and per CPU second) of the core's own calls while the
+    crawl goes from ``first`` to ``last`` crawled pages."""
+    os.makedirs(workdir, exist_ok=True)
     core = FrontierCore(LinkRankSettings({"LINKRANK_PATH": os.path.join(workdir, "inproc"), "LINKRANK_SYNC": False}))
     core.add_seeds([OutgoingRequest(url_of(0))])
     timed = cpu = 0.0
     pages = 0
-    wall = time.monotonic()
-    while time.monotonic() - wall < seconds:
+    while pages < last:
+        on = pages >= first  # (a batch is timed whole: the range is rounded to batches)
         t, c = time.perf_counter(), time.process_time()
         requests = core.next_requests(batch)
-        timed += time.perf_counter() - t
-        cpu += time.process_time() - c
+        timed += (time.perf_counter() - t) * on
+        cpu += (time.process_time() - c) * on
         # The spider's share (outside the timed region): links and their fingerprints.
         work = []
         for r in requests:
@@ -110,11 +113,12 @@ def in_process(workdir, seconds, batch=256):
         for r, links in work:
             core.page_fetched(Fetched(r))
             core.links_found(r, links)
-        timed += time.perf_counter() - t
-        cpu += time.process_time() - c
+        timed += (time.perf_counter() - t) * on
+        cpu += (time.process_time() - c) * on
         pages += len(requests)
+        counted = pages - first if on else 0
     core.close()
-    return pages / timed, pages / cpu, pages
+    return counted / timed, counted / cpu
 
 
 # -- 2. the ceiling with fake spiders ------------------------------------------------------------
@@ -134,13 +138,18 @@ def fake_spider(url, sid, stop_at):
     client.stop(2)
 
 
-def crawled(url):
+def state(url):
+    """The frontier's last published state: (pages crawled, the time it was published)."""
     t = RedisTransport(url, CRAWL)
     try:
         st = t.get("state") or {}
     finally:
         t.close()
-    return int((st.get("stats") or {}).get("pages_crawled", 0))
+    return int((st.get("stats") or {}).get("pages_crawled", 0)), float(st.get("time", 0.0))
+
+
+def crawled(url):
+    return state(url)[0]
 
 
 def start_frontier(workdir, name, url, seeds, partitions=64):
@@ -184,18 +193,38 @@ def measure(url, window, pid, warmup_pages=200, timeout=60, others=()):
     return (c1 - c0) / (t1 - t0), (c1 - c0) / max(u1 - u0, 1e-9), (o1 - o0) / (t1 - t0), (u1 - u0) / (t1 - t0)
 
 
-def ceiling(workdir, redis_dir, n_spiders, window):
+def measure_range(url, pid, first, last, timeout=600):
+    """``(pages a second, pages per CPU second of process pid)`` while the
+    crawl goes from ``first`` to ``last`` crawled pages (the CPU time is
+    read within 50 ms of each state record)."""
+    t0 = time.monotonic()
+
+    def wait_for(n):
+        # The count and the time of the frontier's own state record (published every 0.5 s).
+        while (got := state(url))[0] < n:
+            if time.monotonic() - t0 > timeout:
+                raise RuntimeError(f"the crawl did not reach {n:,} pages in {timeout} s")
+            time.sleep(0.05)
+        return got[0], got[1], cpu_seconds(pid)
+
+    c0, w0, u0 = wait_for(first)
+    c1, w1, u1 = wait_for(last)
+    return (c1 - c0) / (w1 - w0), (c1 - c0) / max(u1 - u0, 1e-9)
+
+
+def ceiling(workdir, redis_dir, n_spiders, first, last):
+    os.makedirs(workdir, exist_ok=True)
     server = RedisServer(redis_dir)
     seeds = os.path.join(workdir, "seeds.txt")
     with open(seeds, "w") as f:
         f.write(url_of(0) + "\n")
     frontier = start_frontier(workdir, "ceiling", server.url, seeds)
-    stop_at = time.time() + window + 40
+    stop_at = time.time() + 600
     spiders = [mp.Process(target=fake_spider, args=(server.url, f"fake{k}", stop_at)) for k in range(n_spiders)]
     for p in spiders:
         p.start()
     try:
-        rate = measure(server.url, window, frontier.pid, warmup_pages=2000)[:2]
+        rate = measure_range(server.url, frontier.pid, first, last)
     finally:
         for p in spiders:
             p.terminate()
@@ -257,18 +286,29 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spiders", type=int, nargs="+", default=[1, 2, 4, 8])
     ap.add_argument("--fake-spiders", type=int, default=2)
-    ap.add_argument("--window", type=float, default=20.0, help="seconds each rate is measured over")
+    ap.add_argument("--window", type=float, default=20.0, help="seconds each slow-web rate is measured over")
+    ap.add_argument("--pages", type=int, nargs=2, default=[5000, 65000], metavar=("FIRST", "LAST"),
+                    help="the in-process and ceiling rates are measured from FIRST to LAST crawled pages")
+    ap.add_argument("--repeats", type=int, default=3, help="in-process and ceiling runs, one after the other")
     ap.add_argument("--skip-web", action="store_true")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="lr-dist-bench-")
     try:
-        rate, rate_cpu, pages = in_process(work, args.window)
-        print(f"in-process frontier core: {rate:,.0f} pages/s, {rate_cpu:,.0f} pages per CPU second "
-              f"({pages:,} pages, 10 links each, LMDB sync off, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f})")
-        top, top_cpu = ceiling(work, os.path.join(work, "redis-c"), args.fake_spiders, args.window)
-        print(f"serve-frontier ceiling, {args.fake_spiders} fake spiders reporting at once: {top:,.0f} pages/s "
-              f"({top / rate:.0%} of in-process), {top_cpu:,.0f} pages per CPU second of the frontier process "
-              f"({top_cpu / rate_cpu:.0%} of in-process)")
+        first, last = args.pages
+        print(f"pages {first:,} to {last:,} of the crawl, 10 links each, LMDB sync off, {os.cpu_count()} cores")
+        ratios, ratios_cpu = [], []
+        for k in range(args.repeats):  # interleaved: a noisy machine slows both alike
+            rate, rate_cpu = in_process(os.path.join(work, f"in{k}"), first, last)
+            top, top_cpu = ceiling(os.path.join(work, f"c{k}"), os.path.join(work, f"redis-c{k}"), args.fake_spiders,
+                                   first, last)
+            ratios.append(top / rate)
+            ratios_cpu.append(top_cpu / rate_cpu)
+            print(f"run {k + 1}: in-process core {rate:,.0f} pages/s ({rate_cpu:,.0f} per CPU second); "
+                  f"serve-frontier with {args.fake_spiders} fake spiders {top:,.0f} pages/s ({top / rate:.0%}), "
+                  f"{top_cpu:,.0f} per CPU second of the frontier ({top_cpu / rate_cpu:.0%}); "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+        print(f"ceiling / in-process, median of {args.repeats}: {np.median(ratios):.0%} of the pages a second, "
+              f"{np.median(ratios_cpu):.0%} of the pages per CPU second")
         if args.skip_web:
             return
         npz = slow_graph(os.path.join(work, "web.npz"))

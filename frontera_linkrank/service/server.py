@@ -5,12 +5,14 @@ One loop, one thread (ranking keeps its own background thread, as in a
 single-process crawl):
 
 1. **read** the log (reports and seeds), apply each report once
-   (:class:`~.leases.LeaseBook`), commit, then acknowledge the entries;
+   (:class:`~.leases.LeaseBook`);
 2. **coordinate**: live spiders from their heartbeats, the partition
    assignment (:func:`~.assignment.plan`);
 3. **refill**: lease the best pages of the hosts whose owner has room
    (at most twice its prefetch outstanding, at most
-   ``LINKRANK_MAX_REQUESTS_PER_HOST`` per host), commit, then publish;
+   ``LINKRANK_MAX_REQUESTS_PER_HOST`` per host); one commit holds the
+   round's reports, log offset and leases; then the log entries are
+   acknowledged and the leases published;
 4. **republish** at start and whenever the broker's epoch changes: every
    open lease whose sequence is above its partition's last entry;
 5. **state**: ``running`` or ``finished`` (nothing queued, nothing leased,
@@ -88,6 +90,7 @@ class FrontierService:
         self.error: Exception | None = None  # what stopped the frontier, if something did
         self._host_part: list[int] = []
         self._issued: list = []
+        self._issued_requests: list = []  # committed this round, published after the log's acknowledgement
         core.on_leased = self._leased
         self.owners: list[str | None] = [None] * partitions
         self.moving: dict[int, str] = {}
@@ -172,21 +175,29 @@ class FrontierService:
         if now >= self._next["epoch"]:
             self._next["epoch"] = now + 1.0
             self._check_epoch()
-        applied = self._read(block_ms=0 if self._pending_phase else 20)
+        done = self._read(block_ms=0 if self._pending_phase else 20)
         if now >= self._next["coordinate"]:
             self._next["coordinate"] = now + 0.25
             self._coordinate(now)
         if now >= self._next["expire"]:
             self._next["expire"] = now + 1.0
             self.counters["leases_expired"] += self.book.drop_expired()
-        self._refill(now)
+        # One commit a round: the reports applied, the log offset and the new
+        # leases together (a commit costs as much as applying ~100 reports).
+        if not self._refill(now) and done:
+            self.core.next_requests(0)
+        self._check_stopped()  # not committed: the entries stay unacknowledged
+        self.t.ack_log(done)
+        leases, requests, self._issued_requests = self._issued, self._issued_requests, []
+        if requests:
+            self._publish(leases, requests)
         if now >= self._next["trim"]:
             self._next["trim"] = now + 5.0
             self._trim()
         if now >= self._next["state"]:
             self._next["state"] = now + 0.5
             self._publish_state(now)
-        return applied
+        return len(done)
 
     def _check_epoch(self) -> None:
         epoch = self.t.epoch()
@@ -200,14 +211,16 @@ class FrontierService:
             self.republish()
 
     # -- reading the log ---------------------------------------------------------------------
-    def _read(self, block_ms: int) -> int:
+    def _read(self, block_ms: int) -> list[str]:
+        """Apply what the log holds (uncommitted); returns the offsets read,
+        to acknowledge after the round's commit."""
         entries = self.t.read_log(READ_BATCH, block_ms, pending=self._pending_phase)
         if not entries:
             if self._pending_phase:
                 self._pending_phase = False
             else:
                 self._drained = True
-            return 0
+            return []
         self._drained = False
         done = []
         for offset, raw in entries:
@@ -218,10 +231,7 @@ class FrontierService:
             done.append(offset)
             if offset_key(offset) > offset_key(self.book.log_offset):
                 self.book.log_offset = offset
-        self.core.next_requests(0)  # apply and commit, with the log offset
-        self._check_stopped()  # not committed: the entries stay unacknowledged
-        self.t.ack_log(done)
-        return len(done)
+        return done
 
     def _trim(self) -> None:
         """Forget applied log entries and feed entries of closed leases (Redis memory stays bounded)."""
@@ -360,10 +370,13 @@ class FrontierService:
             n = min(n, budget - done - len(self.book.open))
         return n, closed
 
-    def _refill(self, now: float) -> None:
+    def _refill(self, now: float) -> bool:
+        """Lease what the spiders have room for and commit (the requests are
+        published by :meth:`step` after the log is acknowledged); False if
+        nothing was asked of the core (nothing committed)."""
         n, closed = self._room(now)
         if n <= 0 or closed.all():
-            return
+            return False
         v = self.core.db.vertices
         host_out = Counter(int(v.host[x.page]) for x in self.book.open.values())
         # Per host: the frontier's cap, or less if a spider's slots hold less.
@@ -377,12 +390,11 @@ class FrontierService:
         # Leases recorded (on_leased) and committed before this returns.
         requests = self.core.next_requests(n, skip_host=skip, max_per_host=cap, host_counts=dict(host_out))
         self._check_stopped()
-        if not requests:
-            return
-        if self.fault == "after_lease_commit":
+        if requests and self.fault == "after_lease_commit":
             logger.error("fault injected: exiting after committing %d leases, before publishing", len(requests))
             os._exit(3)
-        self._publish(self._issued, requests)
+        self._issued_requests = requests
+        return True
 
     def _publish(self, leases: list, requests: list) -> int:
         entries = [(x.partition, x.seq, codec.feed_entry(x.lease, r)) for x, r in zip(leases, requests)]
