@@ -11,10 +11,16 @@ Three measurements in one run, on this machine:
    processes that take requests from the broker and report each one at
    once with the same 10 links (fingerprints computed by the fake
    spiders): the most pages a second the frontier applies through the
-   broker;
+   broker. Both rates are measured over the same pages of the crawl
+   (``--pages``: its costs grow with the crawl), one after the other,
+   ``--repeats`` times (the median ratio is printed last);
 3. **slow web**: ``scrapy crawl`` processes (1, 2, 4, 8 by default)
    against ``serve-web`` answering every page after 100 ms, on a graph of
-   many hosts: pages a second as spiders are added.
+   200 hosts (each host's first page a seed): pages a second as spiders
+   are added. Each spider fetches at most ``--concurrency`` pages at a
+   time (2 by default: 20 pages a second at most, so that eight of them
+   fit on two cores, as spiders on machines of their own would; with 16,
+   Scrapy's default, two spiders fill this machine's CPU).
 
 Everything runs on 127.0.0.1 with a redis-server started here (unix
 socket, AOF on) and stopped at the end.
@@ -22,6 +28,7 @@ socket, AOF on) and stopped at the end.
     python benchmarks/distributed.py                  # all three
     python benchmarks/distributed.py --spiders 1 2 --window 15
     python benchmarks/distributed.py --skip-web       # in-process and ceiling only
+    python benchmarks/distributed.py --concurrency 16 --spiders 1 2 4 --repeats 0
 """
 
 import argparse
@@ -235,7 +242,10 @@ def ceiling(workdir, redis_dir, n_spiders, first, last):
 
 
 # -- 3. scrapy crawl against a slow web -----------------------------------------------------------
-def slow_graph(path, hosts=200, pages=100, seed=1):
+WEB_HOSTS, WEB_PAGES = 200, 100  # the slow web: hosts, pages per host
+
+
+def slow_graph(path, hosts=WEB_HOSTS, pages=WEB_PAGES, seed=1):
     rng = np.random.default_rng(seed)
     n = hosts * pages
     host = np.repeat(np.arange(hosts), pages)
@@ -254,18 +264,18 @@ def slow_graph(path, hosts=200, pages=100, seed=1):
     return path
 
 
-def slow_web(workdir, redis_dir, n_spiders, window, web):
+def slow_web(workdir, redis_dir, n_spiders, window, web, concurrency=16):
     server = RedisServer(redis_dir)
     seeds = os.path.join(workdir, "web_seeds.txt")
-    with open(seeds, "w") as f:
-        f.write("http://h0.web.test/p0\n")
+    with open(seeds, "w") as f:  # every host's first page: the rate is not that of discovering hosts
+        f.writelines(f"http://h{h}.web.test/p{h * WEB_PAGES}\n" for h in range(WEB_HOSTS))
     name = f"web{n_spiders}"
     frontier = start_frontier(workdir, name, server.url, seeds)
     procs = []
     for k in range(n_spiders):
         cmd = [os.path.join(BIN, "scrapy"), "crawl", "example", "-s", f"LINKRANK_FRONTIER_URL={server.url}",
                "-s", f"LINKRANK_CRAWL={CRAWL}", "-s", f"LINKRANK_SPIDER_ID=sp{k}", "-s", "LINKRANK_SEEDS_FILE=",
-               "-s", "LINKRANK_LOG_INTERVAL=0", "-s", "LOG_LEVEL=WARNING", "-s", "CONCURRENT_REQUESTS=16",
+               "-s", "LINKRANK_LOG_INTERVAL=0", "-s", "LOG_LEVEL=WARNING", "-s", f"CONCURRENT_REQUESTS={concurrency}",
                "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2", "-s", "ROBOTSTXT_OBEY=False",
                "-s", f"LOG_FILE={os.path.join(workdir, name + f'_sp{k}.log')}"]
         procs.append(subprocess.Popen(cmd, cwd=EXAMPLE, env=crawl_env(web.proxy), stdout=subprocess.DEVNULL,
@@ -290,6 +300,9 @@ def main():
     ap.add_argument("--pages", type=int, nargs=2, default=[5000, 65000], metavar=("FIRST", "LAST"),
                     help="the in-process and ceiling rates are measured from FIRST to LAST crawled pages")
     ap.add_argument("--repeats", type=int, default=3, help="in-process and ceiling runs, one after the other")
+    ap.add_argument("--concurrency", type=int, default=2,
+                    help="CONCURRENT_REQUESTS of each spider: at 100 ms a page at most 10x this pages a second, "
+                         "so that 8 spiders fit on a small machine, as spiders on machines of their own")
     ap.add_argument("--skip-web", action="store_true")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="lr-dist-bench-")
@@ -307,8 +320,9 @@ def main():
                   f"serve-frontier with {args.fake_spiders} fake spiders {top:,.0f} pages/s ({top / rate:.0%}), "
                   f"{top_cpu:,.0f} per CPU second of the frontier ({top_cpu / rate_cpu:.0%}); "
                   f"load {os.getloadavg()[0]:.1f}", flush=True)
-        print(f"ceiling / in-process, median of {args.repeats}: {np.median(ratios):.0%} of the pages a second, "
-              f"{np.median(ratios_cpu):.0%} of the pages per CPU second")
+        if ratios:
+            print(f"ceiling / in-process, median of {args.repeats}: {np.median(ratios):.0%} of the pages a second, "
+                  f"{np.median(ratios_cpu):.0%} of the pages per CPU second")
         if args.skip_web:
             return
         npz = slow_graph(os.path.join(work, "web.npz"))
@@ -316,7 +330,8 @@ def main():
         with TestWebServer(npz, os.path.join(work, "web"), timeout=3600,
                            extra=["--slow", "1", "--slow-delay", "0.1"]) as web:
             for n in args.spiders:
-                r, spiders_cpu, frontier_cpu = slow_web(work, os.path.join(work, f"redis-w{n}"), n, args.window, web)
+                r, spiders_cpu, frontier_cpu = slow_web(work, os.path.join(work, f"redis-w{n}"), n, args.window, web,
+                                                        args.concurrency)
                 print(f"scrapy crawl x {n}, web answering in 100 ms: {r:,.1f} pages/s ({r / n:,.1f} per spider); "
                       f"CPU: spiders {spiders_cpu:.2f} cores, frontier {frontier_cpu:.2f}; "
                       f"load {os.getloadavg()[0]:.1f}", flush=True)

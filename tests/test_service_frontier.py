@@ -80,18 +80,40 @@ def test_back_pressure_bounds_what_a_spider_holds_and_redis_keeps(tmp_path, redi
         steps(svc, lambda: client.n_waiting >= 4)
         for _ in range(50):
             svc.step()
-        # The spider reads at most its prefetch; the frontier leases at most twice that.
-        assert client.n_waiting == 4 and len(svc.book.open) == 8
+        # The frontier keeps at most the spider's prefetch out; the spider has read them all.
+        assert client.n_waiting == 4 and len(svc.book.open) == 4
         pending = RedisTransport(redis_server.url, "u").feed_pending(list(range(4)))
-        assert sum(n for n, _ in pending.values()) == 8 and sum(p for _, p in pending.values()) == 4
+        assert sum(n for n, _ in pending.values()) == 4 and sum(p for _, p in pending.values()) == 4
         for p, entry_id, e in client.take(4):  # report them: more flow in
             client.done(p, entry_id, {"k": "f", "l": e.lease, "f": e.fp, "u": e.url, "s": 200, "h": 1})
         steps(svc, lambda: svc.core.counters.get("pages_crawled", 0) == 4 and client.n_waiting == 4)
-        assert len(svc.book.open) == 8
+        assert len(svc.book.open) == 4
     finally:
         client.stop()
         svc.core.close()
 
+
+def test_a_spider_with_a_small_prefetch_finds_its_requests_among_many_partitions(tmp_path, redis_server):
+    from frontera_linkrank.service.assignment import partition_of
+
+    s = {"LINKRANK_PATH": str(tmp_path / "db"), "LINKRANK_SYNC": False}
+    svc = FrontierService(FrontierCore(LinkRankSettings(s), keep_leases=True), RedisTransport(redis_server.url, "u"),
+                          partitions=64)
+    svc.start()
+    # A host of partition 0: the last one a reader going round the partitions from 1 would reach.
+    host = next(f"h{k}.test" for k in range(10000) if partition_of(f"h{k}.test", 64) == 0)
+    svc.core.add_seeds([OutgoingRequest(f"http://{host}/{k}") for k in range(3)])
+    client = RemoteFrontier(lambda: RedisTransport(redis_server.url, "u"), "s1", prefetch=1, interval=0.2)
+    client.start()
+    try:
+        steps(svc, lambda: svc.counters["leases_published"] >= 1)
+        published = time.monotonic()
+        steps(svc, lambda: client.n_waiting >= 1)
+        assert time.monotonic() - published < 1.0  # one read of every owned partition, not 64 reads of 0.1 s
+        assert len(svc.book.open) == 1  # no more than the prefetch out
+    finally:
+        client.stop()
+        svc.core.close()
 
 def serve_frontier(*args, timeout=60):
     import os

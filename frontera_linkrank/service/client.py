@@ -68,7 +68,6 @@ class RemoteFrontier:
         self._state: dict[str, Any] = {}
         self._owned: dict[int, str] = {}  # partition -> read cursor
         self._version = -1
-        self._rr = 0  # where the next read starts among the owned partitions
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.counters: collections.Counter = collections.Counter()
@@ -209,9 +208,8 @@ class RemoteFrontier:
             self.counters["reports_sent"] += len(batch)
 
     def _read(self, t: Transport) -> None:
-        """Read at most the room left under the prefetch (a broker's read
-        count is per partition: the partitions are read so that their sum
-        stays within it)."""
+        """Read what the frontier published for us, at most the room left
+        under the prefetch."""
         room = self.prefetch - len(self._held)
         # A partition moving to another spider is read too: the frontier
         # publishes nothing new there, and the move waits for what it holds.
@@ -226,16 +224,11 @@ class RemoteFrontier:
             self._owned[p] = got[-1][1] if got else ">"
             self._receive(got)
             return
-        # One entry from each of up to `room` partitions (waiting up to 0.1 s
-        # for one), then more from those that had some.
-        self._rr = (self._rr + room) % len(owned)
-        turn = (owned[self._rr :] + owned[: self._rr])[:room]
-        got = t.read_feed(self.spider, {p: ">" for p in turn}, 1, 100)
-        for p in sorted({q for q, _, _ in got}):
-            if len(got) >= room:
-                break
-            got += t.read_feed(self.spider, {p: ">"}, room - len(got), 0)
-        self._receive(got)
+        # Every owned partition in one read (waiting up to 0.1 s for an
+        # entry): the frontier keeps at most our prefetch out, so what is
+        # unread fits in the room left. (Reading a few partitions at a time
+        # left a spider with a small prefetch scanning empty ones.)
+        self._receive(t.read_feed(self.spider, {p: ">" for p in owned}, room, 100))
 
     def _receive(self, got: list) -> None:
         entries = []

@@ -9,7 +9,7 @@ single-process crawl):
 2. **coordinate**: live spiders from their heartbeats, the partition
    assignment (:func:`~.assignment.plan`);
 3. **refill**: lease the best pages of the hosts whose owner has room
-   (at most twice its prefetch outstanding, at most
+   (at most its prefetch outstanding, at most
    ``LINKRANK_MAX_REQUESTS_PER_HOST`` per host); one commit holds the
    round's reports, log offset and leases; then the log entries are
    acknowledged and the leases published;
@@ -358,7 +358,9 @@ class FrontierService:
         held: Counter = Counter()
         for p, n in by_p.items():
             held[self.owners[p]] += n
-        room = {s: 2 * max(1, int(info.get("prefetch", 32))) - held[s] for s, info in self.live.items()}
+        # At most a spider's prefetch out (published, held or reported but
+        # not applied): what it has not read always fits in its room.
+        room = {s: max(1, int(info.get("prefetch", 32))) - held[s] for s, info in self.live.items()}
         closed = np.zeros(self.P, bool)
         for p, owner in enumerate(self.owners):
             if owner not in self.live or p in self.moving or room[owner] <= 0 or self.paused_until.get(p, 0) > now:
