@@ -132,7 +132,7 @@ def in_process(workdir, first, last, batch=256):
 def fake_spider(url, sid, stop_at):
     from frontera_linkrank.service.client import RemoteFrontier
 
-    client = RemoteFrontier(lambda: RedisTransport(url, CRAWL), sid, prefetch=512, interval=1.0)
+    client = RemoteFrontier(lambda: RedisTransport(url, CRAWL), sid, prefetch=1024, interval=1.0)
     client.start()
     while time.time() < stop_at:
         got = client.take(512)
