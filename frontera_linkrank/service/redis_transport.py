@@ -38,9 +38,10 @@ LOG_GROUP = b"frontier"
 FRONTIER_CONSUMER = b"frontier"
 FIELD = b"m"
 
-# Adds (id, payload) pairs to the stream KEYS[1]; an id not above the
-# stream's last is skipped (a republished entry the broker has), any other
-# error is raised. Returns the number of entries added.
+# Adds (id, payload) pairs to the stream KEYS[1] under the field 'm'
+# (FIELD); an id not above the stream's last is skipped (a republished
+# entry the broker has), any other error is raised. Returns the number of
+# entries added.
 XADD_MANY = """
 local n = 0
 for i = 1, #ARGV, 2 do

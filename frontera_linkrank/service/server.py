@@ -182,8 +182,8 @@ class FrontierService:
         if now >= self._next["expire"]:
             self._next["expire"] = now + 1.0
             self.counters["leases_expired"] += self.book.drop_expired()
-        # One commit a round: the reports applied, the log offset and the new
-        # leases together (a commit costs as much as applying ~100 reports).
+        # One commit a round (there were two): the reports applied, the log
+        # offset and the new leases together.
         if not self._refill(now) and done:
             self.core.next_requests(0)
         self._check_stopped()  # not committed: the entries stay unacknowledged
