@@ -195,3 +195,54 @@ def test_push_keys_of_waiting_pages_only_grow(tmp_path):
                 checkpoints=range(50, 601, 50), settings=settings)
     assert len(res.order) == len(set(res.order)) == 600
     assert len(res.observations) == 12 and all(n > 0 for _, n in res.observations)
+
+
+def test_discovery_factor_multiplies_keys_by_what_a_hosts_fetches_revealed():
+    from types import SimpleNamespace
+
+    from frontera_linkrank.scheduling.policies.push import keys
+    from frontera_linkrank.storage.vertices import NO_PAGE
+
+    # Host 0: page 0 crawled, it revealed pages 1-3; host 1: page 4 crawled, it revealed page 5.
+    table = SimpleNamespace(n=6, host=np.array([0, 0, 0, 0, 1, 1], np.uint32),
+                            parent=np.array([NO_PAGE, 0, 0, 0, NO_PAGE, 4], np.uint32),
+                            depth=np.zeros(6, np.uint16))
+    for exponent, factors in ((0.0, [1.0, 1.0]), (1.0, [4.0, 2.0]), (0.5, [2.0, 2.0 ** 0.5])):
+        push = PushRank(D, 0.01, discovery=exponent)
+        push.grow(6)
+        push.read_flat(np.array([0, 4]), np.array([3, 1]), np.array([1, 2, 3, 5]))
+        push.fund(np.arange(6), np.ones(6))
+        push.push()
+        f = keys(table, push=push)
+        idx = np.array([1, 5])
+        assert np.allclose(f(idx), push.values(idx) * np.array(factors)), exponent
+
+
+def test_discovery_factor_crawl_fetches_every_page_once(tmp_path):
+    graph = load_graph("hollins")
+    settings = {"LINKRANK_POLICY": "push", "LINKRANK_PUSH_DISCOVERY": 1.0}
+    res = crawl(graph, LINKRANK, [0, 100, 2000], 600, batch=50, workdir=str(tmp_path), settings=settings)
+    plain = crawl(graph, LINKRANK, [0, 100, 2000], 600, batch=50, workdir=str(tmp_path / "plain"),
+                  settings={"LINKRANK_POLICY": "push"})
+    assert len(res.order) == len(set(res.order)) == 600
+    assert res.order != plain.order  # the factor changes the order
+
+
+def test_explore_share_draws_that_share_of_each_batch_at_random(tmp_path):
+    from frontera_linkrank.scheduling.frontier import Frontier
+    from frontera_linkrank.storage.vertices import VertexTable
+
+    table = VertexTable()
+    table.append(1000)
+    table.host[:1000] = np.arange(1000) % 10
+    keys = np.arange(1000, dtype=np.float64)  # best first: 999, 998, ...
+    for explore, drawn in ((0.0, 0), (0.25, 25)):
+        f = Frontier(table, lambda idx: keys[idx], explore=explore, seed=1)
+        f.rebuild()
+        got = f.take(100)
+        assert len(got) == len(set(got)) == 100 and f.n_queued == 900
+        best = set(range(999, 999 - (100 - drawn), -1))
+        assert best <= set(got) and len(set(got) - best) == drawn
+        # Drawn pages left the queue: the rest come out once, best first.
+        rest = f.take(1000)
+        assert sorted(got + rest) == list(range(1000))

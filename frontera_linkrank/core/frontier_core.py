@@ -122,7 +122,7 @@ class FrontierCore:
         self.push = self._open_push()
         online = {"push": self.push} if self.push is not None else {}
         keys = self.policy.key_function(v, self.aopic, ranks=self.ranking.ranks, weight=s.HYBRID_WEIGHT, **online)
-        self.frontier = Frontier(v, keys, self.policy.host_class(self.aopic))
+        self.frontier = Frontier(v, keys, self.policy.host_class(self.aopic), explore=s.EXPLORE_SHARE)
         self.lifecycle = PageLifecycle(v, self.aopic, self.frontier, db.touch)
         # Leases of a previous process: that process is gone (we hold the
         # writer lock), so its requests are offered again.
@@ -163,7 +163,7 @@ class FrontierCore:
         s, db = self.settings, self.db
         v = db.vertices
         push = PushRank(s.DAMPING, s.PUSH_THRESHOLD, depth_discount=s.PUSH_DEPTH_DISCOUNT,
-                        host_bonus=s.PUSH_HOST_BONUS)
+                        host_bonus=s.PUSH_HOST_BONUS, discovery=s.PUSH_DISCOVERY)
         push.grow(v.n)
         crawled = np.flatnonzero(v.n_crawls[: v.n] > 0)
         if len(crawled):

@@ -69,10 +69,13 @@ class PushRank:
     host_bonus : float
         Added by the push policy to the key of the first page found of
         each host (0: none).
+    discovery : float
+        Exponent of the push policy's discovery factor (0: none); when
+        set, the pages read are kept in :attr:`read_log` for it.
     """
 
     def __init__(self, damping: float = 0.85, threshold: float = 0.3, max_rounds: int = 200,
-                 depth_discount: float = 1.0, host_bonus: float = 0.0) -> None:
+                 depth_discount: float = 1.0, host_bonus: float = 0.0, discovery: float = 0.0) -> None:
         if not 0 < damping < 1 or not threshold > 0:
             raise ValueError("damping must be in (0, 1) and threshold > 0")
         self.damping = float(damping)
@@ -80,6 +83,8 @@ class PushRank:
         self.max_rounds = int(max_rounds)
         self.depth_discount = float(depth_discount)  # read by the push policy's keys
         self.host_bonus = float(host_bonus)  # idem
+        self.discovery = float(discovery)  # idem
+        self.read_log: list[np.ndarray] = []  # pages read, drained by the discovery factor (if on)
         self.n = 0
         self.x = np.zeros(1024)
         self.r = np.zeros(1024)
@@ -136,6 +141,8 @@ class PushRank:
         self.start[pages] = starts
         self.deg[pages] = lens
         self._pending = np.concatenate((self._pending, pages))
+        if self.discovery:
+            self.read_log.append(pages)
 
     def fund(self, pages: np.ndarray, mass: np.ndarray) -> None:
         """Add teleport ``mass`` to ``pages`` (the seeds: a personalised

@@ -133,6 +133,8 @@ class LinkRankSettings:
     PUSH_SEED_MASS: float
     PUSH_DEPTH_DISCOUNT: float
     PUSH_HOST_BONUS: float
+    PUSH_DISCOVERY: float
+    EXPLORE_SHARE: float
     SEEDS_FILE: str | None
     MAX_PAGES: int
     BATCH_SIZE: int

@@ -144,6 +144,15 @@ SCHEDULING = Section("Scheduling", (
     S("LINKRANK_PUSH_DEPTH_DISCOUNT", Float(lo=0, hi=1, open_lo=True), 1.0,
       "Policy `push`: keys are the mass a page received through links times this to the power of its depth.",
       "1: the plain estimate (the known graph's PageRank). Below 1 favours pages near the seeds."),
+    S("LINKRANK_EXPLORE_SHARE", Float(lo=0, hi=1), 0.0,
+      "Share of each batch drawn at random from the waiting pages instead of best first (0: none).",
+      "An experiment in valuing what a fetch reveals (docs/ordering.md, \"Discovery value\"); it scans the "
+      "waiting pages once a batch, so it costs O(pages) a batch."),
+    S("LINKRANK_PUSH_DISCOVERY", Float(lo=0), 0.0,
+      "Policy `push`: keys are multiplied by `(1 + g) ** value`, `g` the pages first found per crawled page of "
+      "the page's host so far (0: none).",
+      "An experiment in valuing what a fetch reveals: hosts whose pages have led to many new pages come first "
+      "(docs/ordering.md, \"Discovery value\")."),
 ))  # fmt: skip
 
 SCRAPY = Section("Scrapy scheduler", (

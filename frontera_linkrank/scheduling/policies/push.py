@@ -38,14 +38,61 @@ def keys(table: VertexTable, aopic: Aopic | None = None, push: PushRank | None =
             # A waiting page's depth only shrinks and its inflow only grows: keys only grow.
             return push.inflow(idx) * b ** table.depth[idx].astype(np.float64)
     bonus = push.host_bonus
-    if not bonus:
+    if bonus:
+        entry = HostEntries(table)
+        plain = base
+
+        def base(idx: np.ndarray) -> np.ndarray:
+            return plain(idx) + bonus * entry.is_entry(idx)
+    if not push.discovery:
         return base
-    entry = HostEntries(table)
+    revealed = Revealed(table, push)
+    e = push.discovery
 
     def f(idx: np.ndarray) -> np.ndarray:
-        return base(idx) + bonus * entry.is_entry(idx)
+        # Not monotone (a host's rate falls as it is explored): the frontier keeps a page's highest key.
+        return base(idx) * (1.0 + revealed.per_fetch(idx)) ** e
 
     return f
+
+
+class Revealed:
+    """Per host, the pages first found on its pages per page of it crawled
+    so far: what a fetch on the host has revealed. Kept from the pages
+    added since the last call (their parents) and the pages the push
+    estimate read since (:attr:`PushRank.read_log`): O(new pages)."""
+
+    def __init__(self, table: VertexTable, push: PushRank) -> None:
+        self.table, self.push = table, push
+        self.found = np.zeros(16)  # host id -> pages first found on its pages
+        self.crawled = np.zeros(16)  # host id -> its pages read
+        self.seen = 0  # pages whose parent is counted
+
+    def _grow(self, hosts: int) -> None:
+        if hosts > len(self.found):
+            size = max(hosts, 2 * len(self.found))
+            self.found = np.concatenate((self.found, np.zeros(size - len(self.found))))
+            self.crawled = np.concatenate((self.crawled, np.zeros(size - len(self.crawled))))
+
+    def per_fetch(self, idx: np.ndarray) -> np.ndarray:
+        """``g`` of the host of each page of ``idx``."""
+        t = self.table
+        if t.n > self.seen:
+            parent = t.parent[self.seen : t.n].astype(np.int64)
+            hosts = t.host[parent[parent < t.n]].astype(np.int64)  # (NO_PAGE for seeds)
+            if len(hosts):
+                self._grow(int(hosts.max()) + 1)
+                np.add.at(self.found, hosts, 1.0)
+            self.seen = t.n
+        log = self.push.read_log
+        if log:
+            read = np.concatenate(log)
+            log.clear()
+            self._grow(int(t.host[read].max()) + 1)
+            np.add.at(self.crawled, t.host[read].astype(np.int64), 1.0)
+        h = t.host[np.asarray(idx, np.int64)].astype(np.int64)
+        self._grow(int(h.max()) + 1 if len(h) else 0)
+        return self.found[h] / np.maximum(self.crawled[h], 1.0)
 
 
 class HostEntries:
