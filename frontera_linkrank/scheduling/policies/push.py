@@ -4,7 +4,9 @@ Keys are the push estimate of :class:`~frontera_linkrank.scoring.push.PushRank`
 (the frontier core updates it after the reads of each batch): all the
 PageRank mass that has reached a frontier page through the crawled
 pages' links, plus its own teleport share. Mass only arrives at a page
-that waits, so keys only grow, as the lazy queue needs.
+that waits, so keys only grow, as the lazy queue needs (except with the
+experimental discovery factor, ``LINKRANK_PUSH_DISCOVERY``: the frontier
+then keeps a page's highest key).
 """
 
 from __future__ import annotations
