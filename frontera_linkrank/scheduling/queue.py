@@ -82,8 +82,20 @@ class BestFirstQueue:
 
     def push_many(self, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
         """:meth:`push` for each ``pages[k]``, ``hosts[k]``, ``keys[k]`` in turn."""
+        # push() inlined: this runs once per link that raised a key.
+        heaps, register, heappush = self._heaps, self._register, heapq.heappush
+        get = heaps.get
         for page, host, key in zip(pages.tolist(), hosts.tolist(), keys.tolist()):
-            self.push(page, host, key)
+            entry = (-key, page)
+            heap = get(host)
+            if heap is None:
+                heaps[host] = [entry]
+                register(host, entry)
+            else:
+                heappush(heap, entry)
+                if heap[0] is entry:  # new best of its host
+                    register(host, entry)
+        self.entries += len(pages)
 
     def rebuild(self, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
         """Replace the contents with exactly these pages (numpy arrays)."""
@@ -98,14 +110,15 @@ class BestFirstQueue:
         cuts = np.flatnonzero(np.diff(hosts)) + 1
         starts = [0, *cuts.tolist()]
         ends = [*cuts.tolist(), len(pages)]
-        neg = (-keys).tolist()
-        plist = pages.tolist()
-        for a, b in zip(starts, ends):
-            host = int(hosts[a])
+        entries = list(zip((-keys).tolist(), pages.tolist()))
+        heaps, tops, registered = self._heaps, self._tops, self._registered
+        cls = self._host_class.get
+        for a, b, host in zip(starts, ends, hosts[starts].tolist()):
             # A list sorted ascending is a valid heap.
-            self._heaps[host] = list(zip(neg[a:b], plist[a:b]))
-            self._tops[self._host_class.get(host, 0)].append((neg[a], plist[a], host))
-            self._registered[host] = (neg[a], plist[a])
+            heap = heaps[host] = entries[a:b]
+            best = heap[0]
+            tops[cls(host, 0)].append(best + (host,))
+            registered[host] = best
         for top in self._tops:
             heapq.heapify(top)
 
