@@ -22,7 +22,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECORD = os.path.join(HERE, "data", "crawl_order_hashes.json")
 
-POLICIES = ("opic", "fifo", "score", "pagerank", "hits", "hybrid")
+POLICIES = ("opic", "fifo", "score", "pagerank", "hits", "hybrid", "push")
 # Variants of the default policy that take other paths of the frontier.
 VARIANTS = {
     "hybrid+unfetched": {"LINKRANK_POLICY": "hybrid", "LINKRANK_OMEGA_POLICY": "unfetched"},

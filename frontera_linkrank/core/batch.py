@@ -371,14 +371,20 @@ class BatchApplier:
         if reads:
             self._record_reads(reads, read_kids)
         touched = read_kids + late_kids
-        if self.push is not None:
-            touched.append(self._push(reads, read_kids, pending, late_kids))
+        offered = []
         if touched:
             kids = np.concatenate(touched)
             if len(kids):
-                t = unique(kids)
-                db.touch(t)
-                fr.offer(t)
+                offered.append(unique(kids))
+                db.touch(offered[0])  # their cash changed
+        if self.push is not None:
+            # The estimate lives in memory (rebuilt at open): pages it raised
+            # are requeued, not rewritten.
+            offered.append(self._push(reads, read_kids, pending, late_kids))
+        if len(offered) > 1:
+            offered = [unique(np.concatenate(offered))]
+        if offered and len(offered[0]):
+            fr.offer(offered[0])
 
     def _push(self, reads: list[PendingRead], read_kids: list, pending: list[PendingRead],
               late_kids: list) -> np.ndarray:
