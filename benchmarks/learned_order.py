@@ -150,8 +150,9 @@ def collect(name: str, draws: int, cache: str | None = None) -> list[dict]:
     out = []
     for d in range(draws):
         seeds = draw_seeds(g, 10, d)
+        # Threshold 0.3: the crawls the shipped weights were fitted on.
         order = np.asarray(crawl(g, LINKRANK, seeds, budget, batch=100,
-                                 settings={"LINKRANK_POLICY": "push"}).order, np.int64)
+                                 settings={"LINKRANK_POLICY": "push", "LINKRANK_PUSH_THRESHOLD": 0.3}).order, np.int64)
         first = first_seen_positions(g, order)
         first[seeds] = 0
         for frac in SNAPSHOTS:
