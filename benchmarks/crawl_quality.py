@@ -29,7 +29,7 @@ GRAPHS = ("uk2007", "ukwa")
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--graphs", nargs="+", default=list(GRAPHS), choices=list(GRAPHS))
-    ap.add_argument("--policies", nargs="+", default=["opic", "hybrid", "pagerank", "hits"])
+    ap.add_argument("--policies", nargs="+", default=["opic", "hybrid-push", "hybrid", "pagerank", "hits"])
     ap.add_argument("--draws", type=int, default=3)
     ap.add_argument("--plots", default=os.path.join(HERE, "..", "docs"), help="folder of the PNGs ('' for none)")
     args = ap.parse_args(argv)

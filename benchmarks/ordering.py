@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the table; returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--graphs", nargs="+", default=list(GRAPHS))
-    ap.add_argument("--policies", nargs="*", default=["opic", "hybrid", "pagerank"])
+    ap.add_argument("--policies", nargs="*", default=["opic", "hybrid-push", "hybrid", "pagerank"])
     ap.add_argument("--baselines", nargs="*", default=["bfs", "opic-textbook", "batch-pagerank"])
     ap.add_argument("--set", action="append", default=[], dest="settings", metavar="KEY=VALUE")
     ap.add_argument("--draws", type=int, default=5)

@@ -1,4 +1,4 @@
-"""Cost and quality of the push policy's threshold, beside Frontera's memory BFS.
+"""Cost and quality of the push threshold, beside Frontera's memory BFS.
 
 One seed draw (10 seeds) of ``frontera-linkrank simulate``'s first draw,
 20% of the pages, batches of 100, every crawl through ``FrontierManager``
@@ -6,7 +6,7 @@ in the same process: pages per second, the area under the collected true
 PageRank curve relative to the omniscient crawl, and the push work
 (pages pushed and links pushed along, per crawled page).
 
-    python benchmarks/push_cost.py [uk2007] [--thresholds 0.03 0.1 0.3 0.6 0.9]
+    python benchmarks/push_cost.py [uk2007] [--thresholds 0.03 0.1 0.3 0.6 0.9] [--policy hybrid-push]
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("graph", nargs="?", default="uk2007")
     ap.add_argument("--thresholds", nargs="+", type=float, default=[0.03, 0.1, 0.3, 0.6, 0.9])
+    ap.add_argument("--policy", default="push", help="a policy keyed by the push estimate (push, hybrid-push)")
     args = ap.parse_args(argv)
     g = merge_same_pages(load_graph(args.graph))  # as the simulator does
     budget = int(0.2 * g.n)
@@ -33,8 +34,8 @@ def main(argv: list[str] | None = None) -> None:
     oracle = {"SIMULATION_ORACLE": dict(zip(g.fingerprints, truth.tolist()))}
     best = metrics.area(crawl(g, BACKENDS["omniscient"], seeds, budget, settings=oracle).order, truth, budget)
     runs = [("frontera-bfs", BFS, {}), ("opic", LINKRANK, {"LINKRANK_POLICY": "opic"})]
-    runs += [(f"push threshold {e:g}", LINKRANK, {"LINKRANK_POLICY": "push", "LINKRANK_PUSH_THRESHOLD": e})
-             for e in args.thresholds]
+    runs += [(f"{args.policy} threshold {e:g}", LINKRANK,
+              {"LINKRANK_POLICY": args.policy, "LINKRANK_PUSH_THRESHOLD": e}) for e in args.thresholds]
     for name, backend, settings in runs:
         stats: dict = {}
 

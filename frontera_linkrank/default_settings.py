@@ -10,7 +10,7 @@ with a message naming the setting.
 
 >>> from frontera_linkrank import default_settings
 >>> default_settings.LINKRANK_POLICY, default_settings.LINKRANK_DAMPING
-('hybrid', 0.85)
+('hybrid-push', 0.85)
 """
 
 from .settings.table import TABLE as _TABLE

@@ -1,19 +1,19 @@
 # Broad crawl, most important pages first.
 #
 # Every crawled page passes its AOPIC cash to the pages it links to
-# (docs/algorithms.md section 1), and PageRank of the known graph is recomputed
-# in the background as the crawl grows (every 1,000 pages up to 10,000,
-# then every 10%); the frontier fetches the page with the most cash plus
-# 64 x its last PageRank first ("hybrid", the default: the best collector
-# of PageRank in the simulations of docs/simulation.md). Good when the crawl has a
-# budget and no topic: a crawl of a country's web, of many sites.
-# LINKRANK_POLICY = "opic" (cash alone) runs no ranking at all.
+# (docs/algorithms.md section 1), and the PageRank of the known graph is
+# kept current after every batch by pushing residuals along the crawled
+# pages' links; the frontier fetches the page with the most cash plus 64 x
+# its share of that PageRank first ("hybrid-push", the default: the best
+# collector of PageRank on average in the simulations of docs/ordering.md).
+# Good when the crawl has a budget and no topic: a crawl of a country's
+# web, of many sites. LINKRANK_POLICY = "opic" is cash alone.
 
 ADDONS = {"frontera_linkrank.scrapy.Addon": 0}
 
 LINKRANK_PATH = "crawl_db"            # the page database; a second run resumes it
 LINKRANK_SEEDS_FILE = "seeds.txt"     # one URL per line (start() seeds work too)
-LINKRANK_POLICY = "hybrid"
+LINKRANK_POLICY = "hybrid-push"
 LINKRANK_OMEGA_POLICY = "unfetched"   # the virtual page's cash goes to unfetched pages: broadens the crawl
 LINKRANK_DAMPING = 0.85
 LINKRANK_MAX_PAGES = 1_000_000        # page budget (0: until the frontier is empty)

@@ -22,7 +22,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 RECORD = os.path.join(HERE, "data", "crawl_order_hashes.json")
 
-POLICIES = ("opic", "fifo", "score", "pagerank", "hits", "hybrid", "push")
+POLICIES = ("opic", "fifo", "score", "pagerank", "hits", "hybrid", "push", "hybrid-push")
 # Variants of the default policy that take other paths of the frontier.
 VARIANTS = {
     "hybrid+unfetched": {"LINKRANK_POLICY": "hybrid", "LINKRANK_OMEGA_POLICY": "unfetched"},
@@ -30,6 +30,8 @@ VARIANTS = {
     "opic+host-budget": {"LINKRANK_POLICY": "opic", "LINKRANK_MAX_PAGES_PER_HOST": 300},
     "opic+link-cap": {"LINKRANK_POLICY": "opic", "LINKRANK_MAX_LINKS_PER_PAGE": 10},
     "opic+window": {"LINKRANK_POLICY": "opic", "LINKRANK_HISTORY_WINDOW": 0.5, "LINKRANK_HISTORY_TIME": "cash"},
+    "opic+exact-requeue": {"LINKRANK_POLICY": "opic", "LINKRANK_REQUEUE_TOLERANCE": 0},
+    "hybrid-push+unfetched": {"LINKRANK_POLICY": "hybrid-push", "LINKRANK_OMEGA_POLICY": "unfetched"},
 }
 
 

@@ -11,6 +11,7 @@
 import math
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
@@ -246,3 +247,51 @@ def test_explore_share_draws_that_share_of_each_batch_at_random(tmp_path):
         # Drawn pages left the queue: the rest come out once, best first.
         rest = f.take(1000)
         assert sorted(got + rest) == list(range(1000))
+
+
+def test_requeue_tolerance_leaves_small_rises_at_their_queued_key():
+    from frontera_linkrank.scheduling.frontier import Frontier
+    from frontera_linkrank.storage.vertices import VertexTable
+
+    table = VertexTable()
+    table.append(4)
+    order = {}
+    for tolerance in (0.0, 0.1):
+        keys = np.array([1.0, 1.03, -1.0, 2.0])
+        f = Frontier(table, lambda idx, keys=keys: keys[idx], tolerance=tolerance)
+        f.offer([0, 1, 2, 3])
+        keys[:] = [1.05, 1.03, -0.99, 2.5]  # +5%, no change, a rise of a negative key, +25%
+        f.offer([0, 1, 2, 3])
+        order[tolerance] = (len(f.queue), f.take(4))
+    assert order[0.0] == (7, [3, 0, 1, 2])  # every rise queued again
+    # Within the tolerance page 0 keeps its entry at 1.0 and comes after
+    # page 1; any rise of a key at or below 0, and a rise beyond it, are queued.
+    assert order[0.1] == (6, [3, 1, 0, 2])
+
+
+@pytest.mark.parametrize("policy", ["opic", "hybrid-push"])
+def test_requeue_tolerance_bounds_how_late_a_page_is_fetched(tmp_path, policy):
+    """Through a crawl: every queued page's live value (key plus the
+    accumulator, as the queue compares them) is its current value or
+    within the tolerance below it; no page is fetched twice."""
+    graph = load_graph("hollins")
+    worst = []
+
+    def check(backend, n_crawled):
+        core = backend.core
+        fr, v = core.frontier, core.db.vertices
+        idx = np.flatnonzero(v.state[: v.n] == UNFETCHED)
+        idx = idx[~np.isnan(fr._key[idx])]
+        a = core.aopic.A  # every host is in class 0 (ω's cash goes to every page)
+        now, queued = fr.priority(idx) + a, fr._key[idx] + a
+        assert np.all(queued <= now + 1e-15)
+        pos = queued > 0
+        assert np.all(now[pos] <= 1.05 * queued[pos] + 1e-15)
+        assert np.all(now[~pos] == queued[~pos])
+        worst.append(float(np.max(now[pos] / queued[pos], initial=1.0)))
+
+    res = crawl(graph, LINKRANK, [0, 100, 2000], 1500, batch=50, workdir=str(tmp_path), observe=check,
+                checkpoints=range(50, 1501, 50),
+                settings={"LINKRANK_POLICY": policy, "LINKRANK_REQUEUE_TOLERANCE": 0.05})
+    assert len(res.order) == len(set(res.order)) == 1500
+    assert max(worst) > 1.01  # the tolerance was used: some pages wait below their key

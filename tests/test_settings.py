@@ -43,8 +43,8 @@ def test_default_settings_module_exposes_every_setting():
         assert getattr(default_settings, name) == setting.default
     # It works as a settings module for Frontera (and so for Scrapy's setmodule).
     fs = FronteraSettings(module=default_settings)
-    assert fs.get("LINKRANK_POLICY") == "hybrid"
-    assert LinkRankSettings(fs).POLICY == "hybrid"
+    assert fs.get("LINKRANK_POLICY") == "hybrid-push"
+    assert LinkRankSettings(fs).POLICY == "hybrid-push"
     assert LinkRankSettings(ScrapySettings({n: getattr(default_settings, n) for n in names})).DAMPING == 0.85
 
 
@@ -124,6 +124,8 @@ def test_combinations():
         LinkRankSettings(POLICY="hits", RANK_ALGORITHMS="pagerank")
     with pytest.raises(SettingsError, match="needs periodic ranking"):
         LinkRankSettings(POLICY="pagerank", RANK_EVERY_PAGES=0, RANK_INTERVAL=0)
+    # hybrid-push ranks nothing: it needs no ranking schedule.
+    assert LinkRankSettings(POLICY="hybrid-push", RANK_EVERY_PAGES=0, RANK_INTERVAL=0).RANK_ALGORITHMS == ()
     with pytest.raises(SettingsError, match="needs LINKRANK_OMEGA_HOSTS"):
         LinkRankSettings(OMEGA_POLICY="hosts")
     # Recrawl weighing pages by PageRank turns the ranking on.
@@ -162,7 +164,7 @@ def test_unknown_name_is_refused_in_a_dict_and_through_scrapy():
     with pytest.raises(SettingsError, match="unknown setting LINKRANK_POLCY"):
         frontera_settings(ScrapySettings({"LINKRANK_POLCY": "fifo"}))
     # Other settings of the project are not ours to check.
-    assert LinkRankSettings({"CONCURRENT_REQUESTS": 8, "BACKEND": "x"}).POLICY == "hybrid"
+    assert LinkRankSettings({"CONCURRENT_REQUESTS": 8, "BACKEND": "x"}).POLICY == "hybrid-push"
 
 
 # Settings that cannot work: a misspelt name is ignored otherwise, an infinite
@@ -240,7 +242,8 @@ def test_every_registered_policy_is_accepted_with_the_rankings_it_needs(policy):
 # -- constructors take the settings object ---------------------------------------------------
 def test_books_and_rank_config_from_settings():
     s = LinkRankSettings(DAMPING=0.7, HISTORY_WINDOW=10, HISTORY_TIME="cash", OMEGA_READ_EVERY=3,
-                         EXTERNAL_WEIGHT=2, OMEGA_POLICY="unfetched", RANK_TOLERANCE=1e-6, RANK_EDGES="stream")
+                         EXTERNAL_WEIGHT=2, OMEGA_POLICY="unfetched", RANK_TOLERANCE=1e-6, RANK_EDGES="stream",
+                         POLICY="hybrid")
     t = VertexTable()
     t.append(3)
     a = aopic.Aopic.from_settings(t, s)

@@ -15,10 +15,10 @@ ADDONS = {"frontera_linkrank.scrapy.Addon": 0}
 LINKRANK_PATH = "crawl_db"
 # Seed URLs, one per line.
 LINKRANK_SEEDS_FILE = "seeds.txt"
-# AOPIC cash plus the last PageRank (recomputed in the background as the
-# crawl grows): the default, and the best collector in the simulations of
-# docs/simulation.md. "opic" is cash alone, with no ranking thread.
-LINKRANK_POLICY = "hybrid"
+# AOPIC cash plus the known graph's PageRank, kept current after every
+# batch: the default, and the best collector on average in the simulations
+# of docs/ordering.md. "opic" is cash alone.
+LINKRANK_POLICY = "hybrid-push"
 # Stop after this many fetched pages (0: when the frontier is empty).
 LINKRANK_MAX_PAGES = 0
 # A progress line every 10 seconds.

@@ -122,7 +122,11 @@ class FrontierCore:
         self.push = self._open_push()
         online = {"push": self.push} if self.push is not None else {}
         keys = self.policy.key_function(v, self.aopic, ranks=self.ranking.ranks, weight=s.HYBRID_WEIGHT, **online)
-        self.frontier = Frontier(v, keys, self.policy.host_class(self.aopic), explore=s.EXPLORE_SHARE)
+        # Only cash keys rise by a little with every link; other keys
+        # carry a common offset that a relative tolerance would blur.
+        self.frontier = Frontier(v, keys, self.policy.host_class(self.aopic), explore=s.EXPLORE_SHARE,
+                                 tolerance=s.REQUEUE_TOLERANCE if self.policy.cash_keys else 0.0,
+                                 offsets=self._class_offsets)
         self.lifecycle = PageLifecycle(v, self.aopic, self.frontier, db.touch)
         # Leases of a previous process: that process is gone (we hold the
         # writer lock), so its requests are offered again.
@@ -156,7 +160,7 @@ class FrontierCore:
         return Aopic.from_settings(v, s, state=saved, host_ids=db.host_ids)
 
     def _open_push(self) -> PushRank | None:
-        """The push estimate (policy ``push``), rebuilt from the stored
+        """The push estimate (policies keyed by it), rebuilt from the stored
         links of the crawled pages when the database has some."""
         if self.policy.estimate != "push":
             return None
@@ -311,6 +315,9 @@ class FrontierCore:
         if self.stopped is not None:
             return []
         self.batch.apply()
+        if self.policy.rescales and self.frontier.priority.due():
+            self.frontier.priority.rescale()
+            self.frontier.rebuild()
         now = self.clock()
         try:
             self.ranking.step(now, self._commit, self._ranking_installed)
@@ -334,7 +341,7 @@ class FrontierCore:
             rc.step(now, self.counters.get("pages_crawled", 0))
             refresh = rc.take(round(rc.share * max_n), now, skip, cap, counts)
         pages = self.lifecycle.take(max_n - len(refresh), now, skip_host=skip, max_per_host=cap,
-                                    offsets=(self.aopic.A, 0.0), counts=counts)
+                                    offsets=self._class_offsets(), counts=counts)
         if rc is not None and len(refresh) + len(pages) < max_n:
             refresh += rc.take(max_n - len(refresh) - len(pages), now, skip, cap, counts, fill=True)
         pages += refresh
@@ -369,6 +376,11 @@ class FrontierCore:
         pages, urls = self.registry.usable_parts(pages, urls, extras)
         fps = v.fp[pages].tobytes().hex().encode("ascii")
         return build_requests(self.request_factory, urls, fps, v.depth[pages].tolist(), extras, conditional, pages)
+
+    def _class_offsets(self) -> tuple[float, float]:
+        """What the queue adds to the keys of each host class: the
+        accumulator ``A`` to pages owed ω's cash through it."""
+        return (self.aopic.A, 0.0)
 
     def _ranking_installed(self, ranking: Ranking) -> None:
         if self.policy.rebuild_on_ranking:

@@ -37,14 +37,27 @@ class Frontier:
         a batch).
     seed : int
         Seed of those draws.
+    tolerance : float
+        A queued page whose key rose is queued again only when it rose by
+        more than ``tolerance`` times its queued value (the key plus its
+        class offset, as the queue compares them; any rise of a value at
+        or below 0): each re-queue is a heap push, and cash keys rise with
+        every link to the page. The queued (lower) entry stays live, so
+        the page is fetched at most that much later in value order.
+    offsets : callable() -> (float, float), optional
+        The current class offsets (those given to :meth:`take`); needed
+        with a tolerance when they are not 0.
     """
 
     def __init__(self, table: VertexTable, priority: Callable[[np.ndarray], np.ndarray],
-                 host_class: Callable[[int], int] = lambda h: 0, explore: float = 0.0, seed: int = 0) -> None:
+                 host_class: Callable[[int], int] = lambda h: 0, explore: float = 0.0, seed: int = 0,
+                 tolerance: float = 0.0, offsets: Callable[[], tuple[float, float]] | None = None) -> None:
         self.table = table
         self.priority = priority
         self.host_class = host_class
         self.explore = float(explore)
+        self.tolerance = float(tolerance)
+        self.offsets = offsets
         self._rng = np.random.default_rng(seed)
         self._key = np.full(1024, np.nan)  # key of the live queue entry; nan: not queued
         self.queue = BestFirstQueue(self._is_live)
@@ -54,6 +67,7 @@ class Frontier:
         self.n_queued = 0
         self.n_leased = 0
         self._classes = {}
+        self._class_used = [False, False]
 
     def _is_live(self, page, key):
         return self._key[page] == key and self.table.state[page] == UNFETCHED
@@ -68,6 +82,7 @@ class Frontier:
         for h in set(hosts.tolist()) - self._classes.keys():
             c = self.host_class(h)
             self._classes[h] = c
+            self._class_used[c] = True
             self.queue.set_host_class(h, c)
 
     # -- entering the queue --------------------------------------------------------
@@ -83,6 +98,7 @@ class Frontier:
         keys = self.priority(pages).astype(np.float64)
         hosts = t.host[pages].astype(np.int64)
         self._classes = {}
+        self._class_used = [False, False]
         self._classify(hosts)
         self.queue.rebuild(pages, hosts, keys)
         self._key[pages] = keys
@@ -90,7 +106,8 @@ class Frontier:
         self.n_leased = int((t.state[:n] == LEASED).sum())
 
     def offer(self, pages: object) -> None:
-        """(Re)queue ``UNFETCHED`` pages among ``pages`` whose key rose."""
+        """(Re)queue ``UNFETCHED`` pages among ``pages`` whose key rose
+        (by more than the tolerance, for queued ones)."""
         t = self.table
         self._ensure(t.n)
         pages = np.asarray(pages, np.int64)
@@ -102,15 +119,26 @@ class Frontier:
         keys = self.priority(pages).astype(np.float64)
         old = self._key[pages]
         new = np.isnan(old)
-        up = new | (keys > old)
-        pages, keys = pages[up], keys[up]
-        if not len(pages):
-            return
         hosts = t.host[pages].astype(np.int64)
         self._classify(hosts)
+        up = new | (keys > self._requeue_above(old, hosts) if self.tolerance else keys > old)
+        pages, keys, hosts = pages[up], keys[up], hosts[up]
+        if not len(pages):
+            return
         self.n_queued += int(new[up].sum())
         self._key[pages] = keys
         self.queue.push_many(pages, hosts, keys)
+
+    def _requeue_above(self, old: np.ndarray, hosts: np.ndarray) -> np.ndarray:
+        """The key above which a queued page is queued again (the tolerance)."""
+        off = self.offsets() if self.offsets is not None else (0.0, 0.0)
+        used = self._class_used
+        if not (used[0] and used[1]) or off[0] == off[1]:
+            value = old + off[0 if used[0] else 1]
+        else:  # hosts of both classes (AOPIC's target set "hosts")
+            cls = np.fromiter((self._classes[h] for h in hosts.tolist()), np.int64, len(hosts))
+            value = old + np.where(cls == 0, off[0], off[1])
+        return np.where(value > 0, old + self.tolerance * value, old)
 
     def discard(self, page: int) -> None:
         """A queued or waiting page was fetched without being handed out."""

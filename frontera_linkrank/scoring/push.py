@@ -92,6 +92,7 @@ class PushRank:
         self.deg = np.full(1024, -1, np.int64)  # -1: not crawled (dangling, never pushed)
         self.pool = np.zeros(4096, np.int64)
         self.n_edges = 0
+        self.mass = 0.0  # sum of x + r over the known pages, kept as it changes
         self.pushes = 0  # pages pushed, in total
         self.push_edges = 0  # links pushed along, in total: the estimate's whole work
         self._pending = np.zeros(0, np.int64)  # pages whose residual changed since the last push
@@ -109,6 +110,7 @@ class PushRank:
                 grown[: len(old)] = old
                 setattr(self, name, grown)
         self.r[self.n : n] = 1.0
+        self.mass += n - self.n
         self.n = n
 
     def read(self, pages: np.ndarray, rows: list[np.ndarray]) -> None:
@@ -150,7 +152,9 @@ class PushRank:
         pages = np.asarray(pages, np.int64)
         if len(pages):
             self.grow(int(pages.max()) + 1)
-            np.add.at(self.r, pages, np.asarray(mass, np.float64))
+            mass = np.broadcast_to(np.asarray(mass, np.float64), pages.shape)
+            np.add.at(self.r, pages, mass)
+            self.mass += float(mass.sum())
             self._pending = np.concatenate((self._pending, pages))
 
     def set_threshold(self, threshold: float) -> None:
@@ -180,6 +184,7 @@ class PushRank:
             offsets = np.repeat(self.start[act] - np.concatenate(([0], np.cumsum(deg)[:-1])), deg)
             dst = self.pool[offsets + np.arange(total)]
             np.add.at(r, dst, np.repeat(d * amount / deg, deg))
+            self.mass += d * float(amount.sum())  # r_u moved into x_u, d * r_u on to the links
             self.pushes += len(act)
             self.push_edges += total
             cand = unique(dst)

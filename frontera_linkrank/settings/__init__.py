@@ -135,6 +135,7 @@ class LinkRankSettings:
     PUSH_HOST_BONUS: float
     PUSH_DISCOVERY: float
     EXPLORE_SHARE: float
+    REQUEUE_TOLERANCE: float
     SEEDS_FILE: str | None
     MAX_PAGES: int
     BATCH_SIZE: int

@@ -15,12 +15,12 @@ settings take their choices from here.
 
 from __future__ import annotations
 
-from . import fifo, hybrid, learned, opic, push, ranked, score
+from . import fifo, hybrid, hybrid_push, learned, opic, push, ranked, score
 from .base import KeyFunction, Policy, host_class
 
 POLICIES: dict[str, Policy] = {
     p.name: p for p in (opic.POLICY, fifo.POLICY, score.POLICY, ranked.PAGERANK, ranked.HITS, hybrid.POLICY,
-                        push.POLICY, learned.POLICY)
+                        hybrid_push.POLICY, push.POLICY, learned.POLICY)
 }
 """Every crawl policy by name, in the order the docs list them."""
 

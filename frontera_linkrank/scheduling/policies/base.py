@@ -40,8 +40,13 @@ class Policy:
         :func:`host_class`.
     estimate : str
         What the simulator reports as the policy's importance estimate:
-        ``"importance"`` (AOPIC) or a stored ranking vector
-        (``"pagerank"``, ``"authority"``).
+        ``"importance"`` (AOPIC), ``"push"`` (the push estimate, which the
+        core then keeps) or a stored ranking vector (``"pagerank"``,
+        ``"authority"``).
+    rescales : bool
+        The key function has ``due()`` and ``rescale()``: keys are
+        scaled by a total that grows with the crawl, taken afresh when
+        ``due()`` (after a batch is applied), and the queue is rebuilt.
     """
 
     name: str
@@ -51,6 +56,7 @@ class Policy:
     uses_hints: bool = False
     cash_keys: bool = False
     estimate: str = "importance"
+    rescales: bool = False
 
     def key_function(self, table: VertexTable, aopic: Aopic, ranks: RankScores | None = None,
                      weight: float = 1.0) -> KeyFunction:
