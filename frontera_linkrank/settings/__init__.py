@@ -97,7 +97,7 @@ class LinkRankSettings:
     --------
     >>> s = LinkRankSettings({"LINKRANK_DAMPING": "0.9"}, MAX_PAGES=100)
     >>> s.DAMPING, s.MAX_PAGES, s.POLICY, s.RANK_ALGORITHMS
-    (0.9, 100, 'hybrid', ('pagerank',))
+    (0.9, 100, 'hybrid-push', ())
     >>> try:
     ...     LinkRankSettings({"LINKRANK_POLCY": "fifo"})
     ... except SettingsError as e:
