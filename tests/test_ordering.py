@@ -269,6 +269,23 @@ def test_requeue_tolerance_leaves_small_rises_at_their_queued_key():
     assert order[0.1] == (6, [3, 1, 0, 2])
 
 
+def test_requeue_tolerance_measures_a_rise_against_the_value_with_the_class_offset():
+    from frontera_linkrank.scheduling.frontier import Frontier
+    from frontera_linkrank.storage.vertices import VertexTable
+
+    table = VertexTable()
+    table.append(4)
+    table.host[:4] = [0, 1, 2, 3]  # hosts 0 and 2 in class 0 (offset 10), 1 and 3 in class 1 (offset 0)
+    keys = np.array([-9.0, 1.0, -9.0, 1.0])  # values 1, 1, 1, 1
+    f = Frontier(table, lambda idx: keys[idx], host_class=lambda h: h % 2, tolerance=0.1,
+                 offsets=lambda: (10.0, 0.0))
+    f.offer([0, 1, 2, 3])
+    keys[:] = [-8.95, 1.05, -8.8, 1.2]  # values +5%, +5%, +20%, +20%
+    f.offer([0, 1, 2, 3])
+    assert len(f.queue) == 6  # pages 2 and 3 queued again, 0 and 1 kept at their queued keys
+    assert f._key[:4].tolist() == [-9.0, 1.0, -8.8, 1.2]
+
+
 @pytest.mark.parametrize("policy", ["opic", "hybrid-push"])
 def test_requeue_tolerance_bounds_how_late_a_page_is_fetched(tmp_path, policy):
     """Through a crawl: every queued page's live value (key plus the

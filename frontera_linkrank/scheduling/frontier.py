@@ -119,24 +119,26 @@ class Frontier:
         keys = self.priority(pages).astype(np.float64)
         old = self._key[pages]
         new = np.isnan(old)
-        hosts = t.host[pages].astype(np.int64)
-        self._classify(hosts)
-        up = new | (keys > self._requeue_above(old, hosts) if self.tolerance else keys > old)
-        pages, keys, hosts = pages[up], keys[up], hosts[up]
+        up = new | (keys > self._requeue_above(old, pages) if self.tolerance else keys > old)
+        pages, keys = pages[up], keys[up]
         if not len(pages):
             return
+        hosts = t.host[pages].astype(np.int64)
+        self._classify(hosts)
         self.n_queued += int(new[up].sum())
         self._key[pages] = keys
         self.queue.push_many(pages, hosts, keys)
 
-    def _requeue_above(self, old: np.ndarray, hosts: np.ndarray) -> np.ndarray:
-        """The key above which a queued page is queued again (the tolerance)."""
+    def _requeue_above(self, old: np.ndarray, pages: np.ndarray) -> np.ndarray:
+        """The key above which a queued page is queued again (the tolerance;
+        nan for pages not queued, whose hosts may not be classified yet)."""
         off = self.offsets() if self.offsets is not None else (0.0, 0.0)
         used = self._class_used
         if not (used[0] and used[1]) or off[0] == off[1]:
             value = old + off[0 if used[0] else 1]
         else:  # hosts of both classes (AOPIC's target set "hosts")
-            cls = np.fromiter((self._classes[h] for h in hosts.tolist()), np.int64, len(hosts))
+            get = self._classes.get
+            cls = np.fromiter((get(h, 0) for h in self.table.host[pages].tolist()), np.int64, len(pages))
             value = old + np.where(cls == 0, off[0], off[1])
         return np.where(value > 0, old + self.tolerance * value, old)
 
