@@ -38,11 +38,12 @@ def hollins_dir():
 def crawled(tmp_path_factory):
     """A page database made by crawling half of the Hollins site through
     FrontierManager (each fetch reveals the page's out-links), by greedy
-    OPIC: no ranking is stored until a test runs one."""
+    OPIC, with the periodic rankings off: no ranking is stored until a test
+    runs one."""
     work = tmp_path_factory.mktemp("hollins")
     g = load_hollins(hollins_dir())
     order = simulate(g, "frontera_linkrank.LinkRankBackend", [0, 1], 3000, workdir=str(work),
-                     settings={"LINKRANK_POLICY": "opic"})
+                     settings={"LINKRANK_POLICY": "opic", "LINKRANK_RANK_ALGORITHMS": "none"})
     return str(work / "db"), g, order
 
 

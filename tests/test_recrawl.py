@@ -229,3 +229,37 @@ def test_value_refresh_beats_uniform_and_change_rate_revisits():
     assert got["value"].weighted > got["uniform"].weighted + 0.02
     assert got["uniform"].weighted > got["change_rate"].weighted
     assert got["value"].not_modified > 0
+
+
+def test_refresh_leases_kept_by_a_frontier_reopened_with_recrawl_off_just_end(make_backend, clock, tmp_path):
+    """A frontier service keeps its clients' leases across a restart; a
+    database holding refresh leases reopened with recrawl off ends them
+    (the page keeps its stored copy) instead of scheduling a refresh no
+    one will take."""
+    from frontera_linkrank.core.frontier_core import FrontierCore
+    from frontera_linkrank.settings import LinkRankSettings
+
+    b = make_backend(clock=clock, **RECRAWL)
+    first_crawl(b, clock)
+    clock.advance(100)
+    leased = {r.url: r for r in b.get_next_requests(10)}
+    assert set(leased) == {A, B, C} and b.core.counters["refreshes_out"] == 3
+    b.frontier_stop()
+    s = LinkRankSettings({"LINKRANK_PATH": b.settings.PATH, "LINKRANK_SYNC": False, "LINKRANK_POLICY": "opic",
+                          "LINKRANK_RECRAWL": False, "LINKRANK_LEASE_TIMEOUT": 50})
+    core = FrontierCore(s, clock=clock, keep_leases=True)
+    try:
+        assert core.recrawler is None
+        v = core.db.vertices
+        i = page_index(core.db, A)
+        assert v.state[i] == LEASED  # kept
+        core.page_failed(leased[A], "timeout")  # a failed refresh: it just ends
+        assert v.state[i] == CRAWLED and v.n_crawls[i] == 1 and core.counters["refresh_retries"] == 1
+        # A kept lease that expires (it was handed out again in this run) ends too.
+        j = page_index(core.db, B)
+        core.lifecycle._lease([j], clock())
+        clock.advance(60)
+        assert core.next_requests(10) == []
+        assert v.state[j] == CRAWLED
+    finally:
+        core.close()

@@ -209,3 +209,37 @@ def test_politeness_spreads_over_hosts(tmp_path):
     assert single_rate <= 1.5 / (0.5 * delay)
     # All hosts busy: far faster than one host (8x in theory).
     assert multi_rate >= 3 * single_rate
+
+
+def test_a_default_crawl_of_hollins_stores_pagerank_and_hits_of_what_it_found(tmp_path):
+    """The default crawl runs the periodic rankings and ranks the final
+    graph at close: after `scrapy crawl` of the Hollins test web (a budget
+    of 1,200 pages, past the first periodic ranking), `top
+    --by pagerank|authority|hub` print pages, and the stored PageRank is
+    the PageRank of the links the crawl stored (the reference
+    implementation, recomputed here)."""
+    from frontera_linkrank.scoring.links import database_adjacency
+    from frontera_linkrank.simulation.metrics import reference_pagerank
+
+    g = load_graph("hollins")
+    seeds = write_seeds(tmp_path / "seeds.txt", [g.urls[0]])
+    db_path = str(tmp_path / "db")
+    with TestWebServer("hollins", str(tmp_path)) as srv:
+        out = run_crawl(srv.proxy, db_path, seeds, settings={"LINKRANK_MAX_PAGES": 1200})
+    assert out.returncode == 0, out.stdout[-3000:]
+    stats = scrapy_stats(out.stdout)
+    assert stats["finish_reason"] == "linkrank_page_budget" and stats["linkrank/pages_crawled"] >= 1200
+    assert stats["linkrank/push_anchors"] >= 1  # a periodic PageRank re-anchored the default policy's estimate
+    for by in ("pagerank", "authority", "hub"):
+        top = subprocess.run([os.path.join(BIN, "frontera-linkrank"), "top", db_path, "-n", "10", "--by", by],
+                             capture_output=True, text=True)
+        lines = top.stdout.splitlines()
+        assert top.returncode == 0 and len(lines) == 12 and lines[2].split()[0] == "1", top.stdout + top.stderr
+        assert all("http://" in line for line in lines[2:]), top.stdout
+    with PageDB(db_path, readonly=True) as db:
+        n = db.n_pages
+        pagerank, _ = db.read_scores("pagerank")
+        with db.snapshot() as txn:
+            a = database_adjacency(db, txn, n)
+    assert len(pagerank) == n  # the ranking at close covers every page found
+    assert np.abs(pagerank - reference_pagerank(a.indptr, a.indices)).sum() < 1e-6

@@ -124,15 +124,16 @@ def test_combinations():
         LinkRankSettings(POLICY="hits", RANK_ALGORITHMS="pagerank")
     with pytest.raises(SettingsError, match="needs periodic ranking"):
         LinkRankSettings(POLICY="pagerank", RANK_EVERY_PAGES=0, RANK_INTERVAL=0)
-    # hybrid-push ranks nothing: it needs no ranking schedule.
-    assert LinkRankSettings(POLICY="hybrid-push", RANK_EVERY_PAGES=0, RANK_INTERVAL=0).RANK_ALGORITHMS == ()
+    # hybrid-push uses each PageRank that arrives, but needs none.
+    assert LinkRankSettings(POLICY="hybrid-push", RANK_ALGORITHMS="none").RANK_ALGORITHMS == ()
+    assert LinkRankSettings(POLICY="hybrid-push", RANK_EVERY_PAGES=0, RANK_INTERVAL=0).POLICY == "hybrid-push"
     with pytest.raises(SettingsError, match="needs LINKRANK_OMEGA_HOSTS"):
         LinkRankSettings(OMEGA_POLICY="hosts")
-    # Recrawl weighing pages by PageRank turns the ranking on.
-    assert LinkRankSettings(POLICY="fifo").RANK_ALGORITHMS == ()
-    assert LinkRankSettings(POLICY="fifo", RECRAWL=True).RANK_ALGORITHMS == ("pagerank",)
-    assert LinkRankSettings(POLICY="fifo", RECRAWL=True, RECRAWL_IMPORTANCE="aopic").RANK_ALGORITHMS == ()
-    assert LinkRankSettings(POLICY="opic", RANK_EVERY_PAGES=0, RANK_INTERVAL=0).RANK_ALGORITHMS == ()
+    # Every crawl ranks with both algorithms unless told otherwise.
+    for policy in ("fifo", "opic", "hybrid-push"):
+        assert LinkRankSettings(POLICY=policy).RANK_ALGORITHMS == ("pagerank", "hits")
+    assert LinkRankSettings(RANK_ALGORITHMS=[]).RANK_ALGORITHMS == ()
+    assert LinkRankSettings(RANK_ALGORITHMS="pagerank").RANK_ALGORITHMS == ("pagerank",)
 
 
 def test_overrides_and_copies():
@@ -225,7 +226,7 @@ def test_choices_are_the_owners():
     def choices(name):
         return TABLE[name].kind.choices
 
-    assert choices("LINKRANK_POLICY") == tuple(POLICIES)
+    assert tuple(choices("LINKRANK_POLICY")) == tuple(POLICIES)
     assert choices("LINKRANK_OMEGA_POLICY") == aopic.OMEGA_POLICIES
     assert choices("LINKRANK_HISTORY_TIME") == aopic.HISTORY_TIMES
     assert choices("LINKRANK_RECRAWL_POLICY") == RECRAWL_POLICIES
@@ -236,7 +237,13 @@ def test_choices_are_the_owners():
 @pytest.mark.parametrize("policy", list(POLICIES))
 def test_every_registered_policy_is_accepted_with_the_rankings_it_needs(policy):
     s = LinkRankSettings(POLICY=policy)
-    assert s.POLICY == policy and s.RANK_ALGORITHMS == POLICIES[policy].rankings
+    assert s.POLICY == policy and s.RANK_ALGORITHMS == ("pagerank", "hits")
+    needed = POLICIES[policy].rankings
+    assert LinkRankSettings(POLICY=policy, RANK_ALGORITHMS=needed or "none").RANK_ALGORITHMS == needed
+    for other in {("pagerank",), ("hits",), ()} - {needed}:
+        if set(needed) - set(other):
+            with pytest.raises(SettingsError, match="needs LINKRANK_RANK_ALGORITHMS"):
+                LinkRankSettings(POLICY=policy, RANK_ALGORITHMS=other or "none")
 
 
 # -- constructors take the settings object ---------------------------------------------------
@@ -250,7 +257,7 @@ def test_books_and_rank_config_from_settings():
     assert (a.damping, a.window, a.cash_time, a.omega_read_every, a.policy) == (0.7, 10.0, True, 3, "unfetched")
     assert (a.internal_weight, a.external_weight, a.n_target) == (1.0, 2.0, 3)
     c = ranker.RankConfig.from_settings(s)
-    assert (c.algorithms, c.damping, c.tol, c.edges, c.max_iter) == (("pagerank",), 0.7, 1e-6, "stream", 200)
+    assert (c.algorithms, c.damping, c.tol, c.edges, c.max_iter) == (("pagerank", "hits"), 0.7, 1e-6, "stream", 200)
     # A reader of saved books moves no cash along links: its damping is unknown.
     assert math.isnan(aopic.Aopic.from_saved(t, a.state_dict()).damping)
 

@@ -5,7 +5,10 @@ resolves every link of the batch to a page (creating new pages), reads the
 fetched pages in order (AOPIC moves their cash to their links, through
 :class:`~frontera_linkrank.scheduling.lifecycle.PageLifecycle`), then does
 the batch-level bookkeeping (depths, parents, hints, revisits) vectorised,
-and offers the pages whose keys rose to the frontier.
+and offers the pages whose keys rose to the frontier. The crawl policy
+and the recrawler see each applied batch through their ``on_batch``
+(:class:`~frontera_linkrank.scheduling.policies.Batch`) and keep their
+own state.
 """
 
 from __future__ import annotations
@@ -18,13 +21,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..numeric import unique
-from ..recrawl.content import content_hash as normalised_hash
-from ..recrawl.recrawler import header, status_class, validators
 from ..scheduling.lifecycle import PageLifecycle
-from ..scheduling.policies import Policy
+from ..scheduling.policies import Batch, Policy
 from ..storage.pagedb import PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
-from ..storage.vertices import CRAWLED, F_NORM_HASH, F_REDIRECT, F_REFRESH, F_SEED, F_VALIDATORS
+from ..storage.vertices import CRAWLED, F_NORM_HASH, F_REDIRECT, F_SEED
 from .codec import CONTENT_HASH_KEY, SCORE_KEY, OutgoingRequest
 from .counters import Counters
 from .inputs import as_float, body_bytes, content_hash_of, int_list, url_list, url_text
@@ -32,7 +33,6 @@ from .pages import PageRegistry
 
 if TYPE_CHECKING:
     from ..recrawl.recrawler import Recrawler
-    from ..scoring.push import PushRank
 
 
 class PendingRead:
@@ -63,7 +63,8 @@ class BatchApplier:
     registry : PageRegistry
     lifecycle : PageLifecycle
     policy : Policy
-        The crawl policy (whether crawled pages pass content scores on).
+        The crawl policy: told of each batch (:meth:`Policy.on_batch`);
+        whether crawled pages pass content scores on.
     counters : Counters
     recrawler : Recrawler or None
         Refresh bookkeeping (``LINKRANK_RECRAWL``).
@@ -87,7 +88,6 @@ class BatchApplier:
         self.max_url_length = max_url_length
         self.pending: list[PendingRead] = []
         self.pending_by_idx: dict[int, PendingRead] = {}
-        self.push: PushRank | None = None  # policy "push": the estimate updated after each batch's reads
 
     def __len__(self) -> int:
         return len(self.pending)
@@ -129,17 +129,16 @@ class BatchApplier:
         status = response.status_code  # checked by the core (inputs.http_status)
         content_hash = content_hash_of(meta.get(CONTENT_HASH_KEY)) if 200 <= status < 300 else 0
         body = body_bytes(response.body)
-        if body and 200 <= status < 300:
-            if self.recrawler is not None:
-                # Normalised, so a timestamp or session id is not a change
-                # (costs a few ms a page: only when pages are refreshed).
-                ctype = header(response.headers, "content-type")
-                content_hash = normalised_hash(body, ctype)
-            else:
-                content_hash = int.from_bytes(hashlib.blake2b(body, digest_size=8).digest(), "little") or 1
+        found = None
+        if self.recrawler is not None:
+            # Normalised, so a timestamp or session id is not a change
+            # (costs a few ms a page: only when pages are refreshed).
+            hashed, found = self.recrawler.response_fields(response.headers, status, body)
+            content_hash = hashed or content_hash
+        elif body and 200 <= status < 300:
+            content_hash = int.from_bytes(hashlib.blake2b(body, digest_size=8).digest(), "little") or 1
         r = PendingRead(i, status, now, score, content_hash)
-        if self.recrawler is not None and (200 <= status < 300 or status == 304):
-            r.validators = validators(response.headers)
+        r.validators = found
         for src, dst, code in hops:
             hop = PendingRead(src, code, now)
             hop.redirect_to = dst
@@ -326,10 +325,10 @@ class BatchApplier:
     def read_pages(self, pending: list[PendingRead], resolved: list) -> None:
         """AOPIC reads of the pending pages, in order, then the batch-level
         bookkeeping (fields, depths, queue) in vectorised form."""
-        v, db, fr = self.db.vertices, self.db, self.frontier
+        v, db = self.db.vertices, self.db
         weighted = self.aopic.weighted
         empty = np.zeros(0, np.int64)
-        reads, read_kids, late_kids = [], [], []
+        reads, read_kids, late_kids, late = [], [], [], []
         for r, res in zip(pending, resolved):
             i = r.idx
             if res is None:
@@ -360,6 +359,7 @@ class BatchApplier:
                 db.edges.add(i, kids)
                 v.n_out[i] = len(kids)
                 db.touch(i)
+                late.append(i)
                 late_kids.append(kids)
                 continue
             same = v.host[kids] == v.host[i] if weighted and len(kids) else None
@@ -368,46 +368,40 @@ class BatchApplier:
                 db.edges.add(i, kids)
             reads.append(r)
             read_kids.append(kids)
+        batch = Batch(np.fromiter((r.idx for r in reads), np.int64, len(reads)), read_kids,
+                      np.asarray(late, np.int64), late_kids, reads)
         if reads:
-            self._record_reads(reads, read_kids)
-        touched = read_kids + late_kids
+            self._record_reads(batch)
+        self._offer(batch)
+
+    def _offer(self, batch: Batch) -> None:
+        """Offer the queue the pages whose keys may have risen: the links'
+        targets (their cash changed) and what the policy says rose."""
         offered = []
+        touched = batch.rows + batch.late_rows
         if touched:
             kids = np.concatenate(touched)
             if len(kids):
                 offered.append(unique(kids))
-                db.touch(offered[0])  # their cash changed
-        if self.push is not None:
-            # The estimate lives in memory (rebuilt at open): pages it raised
-            # are requeued, not rewritten.
-            offered.append(self._push(reads, read_kids, pending, late_kids))
+                self.db.touch(offered[0])  # their cash changed
+        raised = self.policy.on_batch(batch)
+        if raised is not None and len(raised):
+            offered.append(np.asarray(raised, np.int64))
         if len(offered) > 1:
             offered = [unique(np.concatenate(offered))]
         if offered and len(offered[0]):
-            fr.offer(offered[0])
+            self.frontier.offer(offered[0])
 
-    def _push(self, reads: list[PendingRead], read_kids: list, pending: list[PendingRead],
-              late_kids: list) -> np.ndarray:
-        """The push estimate: the rows just read become pushable, then
-        residuals over the threshold are pushed; returns the pages whose
-        estimate rose."""
-        push = self.push
-        push.grow(self.db.vertices.n)
-        if reads:
-            push.read(np.fromiter((r.idx for r in reads), np.int64, len(reads)), read_kids)
-        if late_kids:
-            push.read(np.fromiter((r.idx for r in pending if r.late), np.int64, len(late_kids)), late_kids)
-        return push.push()
-
-    def _record_reads(self, reads, kids_list):
+    def _record_reads(self, batch: Batch) -> None:
         """Per-page fields of the pages read in this batch, and the depth,
-        parent and hint their links imply."""
+        parent and hint their links imply (the recrawler records the
+        visits first, from the fields as they were)."""
         v = self.db.vertices
-        idx = np.fromiter((r.idx for r in reads), np.int64, len(reads))
+        reads, kids_list, idx = batch.reads, batch.rows, batch.pages
         when = np.fromiter((r.when for r in reads), np.float64, len(reads))
         self.counters.add("pages_crawled", len(reads))
         if self.recrawler is not None:
-            self._record_revisits(reads, idx, when)
+            self.recrawler.on_batch(batch)
         v.errors[idx] = 0
         v.status[idx] = [r.status for r in reads]
         redirected = np.fromiter((r.redirect_to is not None for r in reads), bool, len(reads))
@@ -450,35 +444,3 @@ class BatchApplier:
             ok = ~np.isnan(scores)
             if ok.any():
                 np.maximum.at(v.hint, dst[ok], scores[ok])
-
-    def _record_revisits(self, reads, idx, when):
-        """Recrawl: visit history, change rates and refresh schedule of the
-        pages read (before their fields are overwritten)."""
-        v, db = self.db.vertices, self.db
-        revisit = (v.n_crawls[idx] > 1).tolist()
-        intervals = (when - v.last_crawl[idx]).tolist()
-        # A 304 carries only some validators: keep the stored others.
-        partial = [r.idx for r in reads if r.kept_links and r.validators and None in r.validators]
-        with db.snapshot() as txn:
-            stored = db.validators(partial, txn) if partial else {}
-            changed = []
-            for r, again, interval in zip(reads, revisit, intervals):
-                i = r.idx
-                ch = None  # unknown: not a usable observation
-                if again and interval > 0:
-                    old = int(v.status[i])
-                    if r.kept_links:  # 304
-                        ch = False
-                    elif old and status_class(old) != status_class(r.status):
-                        ch = True
-                    elif r.hash and v.content_hash[i] and v.flags[i] & F_NORM_HASH:
-                        ch = r.hash != int(v.content_hash[i])
-                changed.append(ch)
-                if r.validators is not None and any(r.validators):
-                    old_v = stored.get(i, (None, None))
-                    db.set_validators(i, *(new or kept for new, kept in zip(r.validators, old_v)))
-                    v.flags[i] |= F_VALIDATORS
-                v.flags[i] &= 0xFF ^ F_REFRESH
-            self.recrawler.visited(reads, revisit, changed, intervals, txn)
-        self.counters.add("changes_detected", sum(1 for c in changed if c))
-        self.counters.add("not_modified", sum(1 for r in reads if r.kept_links))

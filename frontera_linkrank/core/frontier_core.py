@@ -41,10 +41,8 @@ import numpy as np
 from ..recrawl.recrawler import Recrawler
 from ..scheduling.frontier import Frontier
 from ..scheduling.lifecycle import PageLifecycle
-from ..scheduling.policies import POLICIES
+from ..scheduling.policies import POLICIES, PolicyContext, host_class
 from ..scoring.aopic import Aopic
-from ..scoring.links import database_adjacency
-from ..scoring.push import PushRank
 from ..scoring.ranker import Ranking
 from ..settings import LinkRankSettings
 from ..storage.pagedb import DiskFullError, PageDB, WriteError
@@ -100,7 +98,6 @@ class FrontierCore:
         self.on_leased: Callable[[list[int]], None] | None = None
         self.clock = clock
         self.request_factory = request_factory
-        self.policy = POLICIES[s.POLICY]
         # The error that stopped the frontier (a commit that could not be
         # written: disk full), or None. Once set, reports are ignored and
         # nothing is handed out; the database keeps its last commit.
@@ -119,13 +116,11 @@ class FrontierCore:
         self.counters = Counters(db.meta.get("counters", {}))
         self.aopic = self._open_books()
         self.ranking = RankingSchedule(db, s, self.counters, self.clock())
-        self.push = self._open_push()
-        online = {"push": self.push} if self.push is not None else {}
-        keys = self.policy.key_function(v, self.aopic, ranks=self.ranking.ranks, weight=s.HYBRID_WEIGHT, **online)
+        self.policy = policy = POLICIES[s.POLICY](PolicyContext(v, self.aopic, self.ranking.ranks, s, db))
         # Only cash keys rise by a little with every link; other keys
         # carry a common offset that a relative tolerance would blur.
-        self.frontier = Frontier(v, keys, self.policy.host_class(self.aopic), explore=s.EXPLORE_SHARE,
-                                 tolerance=s.REQUEUE_TOLERANCE if self.policy.cash_keys else 0.0,
+        self.frontier = Frontier(v, policy.keys, host_class(policy, self.aopic),
+                                 tolerance=s.REQUEUE_TOLERANCE if policy.cash_keys else 0.0,
                                  offsets=self._class_offsets)
         self.lifecycle = PageLifecycle(v, self.aopic, self.frontier, db.touch)
         # Leases of a previous process: that process is gone (we hold the
@@ -137,10 +132,10 @@ class FrontierCore:
         self.registry = PageRegistry(db, self.aopic, self.lifecycle, self.counters, s.MAX_URL_LENGTH,
                                      s.LOG_REJECTED, s.OMEGA_HOSTS)
         self.frontier.rebuild()
-        self.recrawler = Recrawler(db, s, self.importance, self.ranking.ranks, self.lifecycle) if s.RECRAWL else None
+        self.recrawler = (Recrawler(db, s, self.importance, self.ranking.ranks, self.lifecycle, self.counters)
+                          if s.RECRAWL else None)
         self.batch = BatchApplier(db, self.registry, self.lifecycle, self.policy, self.counters, self.recrawler,
                                   s.MAX_PAGES_PER_HOST, s.MAX_LINKS_PER_PAGE, s.MAX_URL_LENGTH)
-        self.batch.push = self.push
         self.host_keys = HostKeys(db.host_names)
         self._refused: set[int] = set()  # pages whose response was refused in this batch (links ignored)
         self._last_commit = self.clock()
@@ -158,26 +153,6 @@ class FrontierCore:
             db.touch(np.arange(v.n))
             logger.info("omega policy changed from %s to %s: settled", saved["policy"], s.OMEGA_POLICY)
         return Aopic.from_settings(v, s, state=saved, host_ids=db.host_ids)
-
-    def _open_push(self) -> PushRank | None:
-        """The push estimate (policies keyed by it), rebuilt from the stored
-        links of the crawled pages when the database has some."""
-        if self.policy.estimate != "push":
-            return None
-        s, db = self.settings, self.db
-        v = db.vertices
-        push = PushRank(s.DAMPING, s.PUSH_THRESHOLD, depth_discount=s.PUSH_DEPTH_DISCOUNT,
-                        host_bonus=s.PUSH_HOST_BONUS, discovery=s.PUSH_DISCOVERY)
-        push.grow(v.n)
-        crawled = np.flatnonzero(v.n_crawls[: v.n] > 0)
-        if len(crawled):
-            with db.snapshot() as txn:
-                a = database_adjacency(db, txn, v.n)
-            lens = np.diff(a.indptr)[crawled]
-            starts = np.repeat(a.indptr[crawled] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
-            push.read_flat(crawled, lens, a.indices[starts + np.arange(int(lens.sum()))].astype(np.int64))
-            push.push()
-        return push
 
     # -- what the crawler reports -----------------------------------------------------------
     def add_seeds(self, seeds: Iterable[RequestLike]) -> None:
@@ -205,9 +180,6 @@ class FrontierCore:
             weights.append(self._seed_weight(seed))
         if funded:
             self.aopic.fund(funded, weights)
-            if self.push is not None and self.settings.PUSH_SEED_MASS:
-                w = np.asarray(weights)
-                self.push.fund(np.asarray(funded), self.settings.PUSH_SEED_MASS * w / w.sum())
             self.db.touch(np.asarray(funded))
             self.frontier.offer(funded)
 
@@ -285,9 +257,12 @@ class FrontierCore:
             self.lifecycle.give_up(i)
             self.counters.add("pages_failed")
         elif refresh:
-            # A failed refresh: the stored copy stays; try again later.
+            # A failed refresh: the stored copy stays; try again later (if
+            # this run refreshes pages: a lease of a run with recrawl on,
+            # kept by a frontier service reopened with it off, just ends).
             self.lifecycle.refresh_returned(i)
-            self.recrawler.schedule(i, now + self.settings.RETRY_DELAY * 2 ** (int(v.errors[i]) - 1))
+            if self.recrawler is not None:
+                self.recrawler.schedule(i, now + self.settings.RETRY_DELAY * 2 ** (int(v.errors[i]) - 1))
             self.counters.add("refresh_retries")
         else:
             self.lifecycle.retry(i, now + self.settings.RETRY_DELAY)
@@ -315,8 +290,7 @@ class FrontierCore:
         if self.stopped is not None:
             return []
         self.batch.apply()
-        if self.policy.rescales and self.frontier.priority.due():
-            self.frontier.priority.rescale()
+        if self.policy.rekey():
             self.frontier.rebuild()
         now = self.clock()
         try:
@@ -325,7 +299,8 @@ class FrontierCore:
             self._stop(e)
             return []
         for page in self.lifecycle.expire(now, self.settings.LEASE_TIMEOUT):
-            self.recrawler.schedule(page, now)
+            if self.recrawler is not None:  # else the refresh just ends (see page_failed)
+                self.recrawler.schedule(page, now)
         self.frontier.release_retries(now)
         if max_n <= 0:
             self._commit()
@@ -383,7 +358,7 @@ class FrontierCore:
         return (self.aopic.A, 0.0)
 
     def _ranking_installed(self, ranking: Ranking) -> None:
-        if self.policy.rebuild_on_ranking:
+        if self.policy.on_ranking(ranking):
             self.frontier.rebuild()
 
     # -- committing -------------------------------------------------------------------------------
@@ -425,12 +400,17 @@ class FrontierCore:
             )
 
     def close(self) -> None:
-        """Apply and commit what is pending (unless stopped), and close the
-        page database."""
+        """Apply and commit what is pending, rank what was crawled since the
+        last ranking (unless stopped), and close the page database."""
+        if self.db.env is not None and self.stopped is None:
+            self.batch.apply()
+            try:
+                self.ranking.finish(self._commit)
+            except WriteError as e:  # storing the ranking
+                self._stop(e)
         self.ranking.cancel()  # it holds a snapshot of the database we close
         if self.db.env is not None:
             if self.stopped is None:
-                self.batch.apply()
                 self._commit()
             self.db.close()
 
@@ -475,8 +455,7 @@ class FrontierCore:
         )
         if self.recrawler is not None:
             out["refresh_scheduled"] = len(self.recrawler.refresher)
-        if self.push is not None:
-            out.update(self.push.stats())
+        out.update(self.policy.stats())
         if self.stopped is not None:
             out["stopped"] = 1
         return out
@@ -487,12 +466,5 @@ class FrontierCore:
 
     def estimate(self) -> tuple[str, np.ndarray]:
         """``(name, values)``: the policy's own importance estimate of every
-        known page (AOPIC importance, or the last ranking's vector)."""
-        n = self.db.n_pages
-        name = self.policy.estimate
-        if name == "importance":
-            return name, self.importance(np.arange(n))
-        if self.push is not None:
-            self.push.grow(n)
-            return name, self.push.normalised(np.arange(n))
-        return name, self.ranking.ranks.values(name, np.arange(n))
+        known page (AOPIC importance, a ranking's vector, the policy's own)."""
+        return self.policy.estimate_name, self.policy.estimate(np.arange(self.db.n_pages))

@@ -7,7 +7,9 @@ the pages crawled at the last one and by at least
 have passed: every 1,000 pages up to 10,000 crawled, then every 10% with
 the defaults, so the total cost stays near that of one ranking of the final
 graph. It runs in a background thread on its own LMDB snapshot
-(``LINKRANK_RANK_BACKGROUND``) or inline.
+(``LINKRANK_RANK_BACKGROUND``) or inline. When the crawl closes, the
+pages crawled since the last ranking are ranked once more (inline), so the
+stored rankings cover what the crawl found, however short it was.
 """
 
 from __future__ import annotations
@@ -113,6 +115,24 @@ class RankingSchedule:
                     ranking.version, name, ranking.n_pages, info["n_links"], info["iterations"],
                     info["stopped"], info["seconds"],
                 )
+
+    def finish(self, commit: Callable[[], None]) -> None:
+        """At close: rank inline (after ``commit``) if pages were crawled
+        since the last ranking started; a background ranking is cancelled
+        first (this one covers more)."""
+        if self.config is None:
+            return
+        if self.ranker is not None:
+            self.ranker.cancel()
+        crawled = self.counters.get("pages_crawled", 0)
+        if crawled == self.mark[0] or not crawled:
+            return
+        commit()
+        scores = content_scores(self.db, self.db.n_pages) if self.config.personalized else None
+        ranking = rank_snapshot(self.db, self.config, version=self.ranks.version + 1, previous=self.ranks.ranking,
+                                scores=scores)
+        self.mark = (crawled, self.mark[1])
+        self._install(ranking, lambda r: None)
 
     def cancel(self) -> None:
         """Stop a background ranking (it holds a snapshot of the database)."""

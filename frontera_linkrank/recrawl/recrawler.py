@@ -31,10 +31,18 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..scheduling.lifecycle import PageLifecycle
+from ..scheduling.policies import Batch
 from ..scoring.ranker import RankScores
 from ..storage.pagedb import PageDB
-from ..storage.vertices import CRAWLED
+from ..storage.vertices import CRAWLED, F_NORM_HASH, F_REFRESH, F_VALIDATORS
+from .content import content_hash
 from .scheduler import Refresher
+
+
+class Counter(Protocol):
+    """Where the recrawler counts changes and 304 answers (the crawl's counters)."""
+
+    def add(self, key: str, k: int = 1) -> None: ...
 
 
 class RecrawlSettings(Protocol):
@@ -96,12 +104,15 @@ class Recrawler:
         The last periodic ranking (``LINKRANK_RECRAWL_IMPORTANCE="pagerank"``).
     lifecycle : PageLifecycle
         Hands refreshes out.
+    counters : Counter, optional
+        Counts ``changes_detected`` and ``not_modified``.
     """
 
     def __init__(self, db: PageDB, settings: RecrawlSettings, importance: Callable[[np.ndarray], np.ndarray],
-                 ranks: RankScores, lifecycle: PageLifecycle) -> None:
+                 ranks: RankScores, lifecycle: PageLifecycle, counters: Counter | None = None) -> None:
         s = settings
         self.db = db
+        self.counters = counters
         self.aopic_importance = importance
         self.ranks = ranks
         self.lifecycle = lifecycle
@@ -168,6 +179,59 @@ class Recrawler:
         self._since = 0
 
     # -- visits ---------------------------------------------------------------------------
+    @staticmethod
+    def response_fields(headers: Any, status: int, body: bytes) -> tuple[int, tuple[str | None, str | None] | None]:
+        """``(content hash, validators)`` of a response: the hash of the
+        normalised content (so a timestamp or session id is not a change;
+        0 without a 2xx body) and its ``(ETag, Last-Modified)`` (None for
+        a status that carries none)."""
+        ok = 200 <= status < 300
+        h = content_hash(body, header(headers, "content-type")) if body and ok else 0
+        return h, validators(headers) if ok or status == 304 else None
+
+    def on_batch(self, batch: Batch) -> None:
+        """Visit history, change rates and refresh schedule of the pages a
+        batch read, before the batch overwrites their fields (status,
+        content hash); marks their hashes as normalised."""
+        reads = batch.reads
+        if not reads:
+            return
+        v, db = self.table, self.db
+        idx = batch.pages
+        when = np.fromiter((r.when for r in reads), np.float64, len(reads))
+        revisit = (v.n_crawls[idx] > 1).tolist()
+        intervals = (when - v.last_crawl[idx]).tolist()
+        # A 304 carries only some validators: keep the stored others.
+        partial = [r.idx for r in reads if r.kept_links and r.validators and None in r.validators]
+        with db.snapshot() as txn:
+            stored = db.validators(partial, txn) if partial else {}
+            changed = [self._changed(r, again, interval) for r, again, interval in zip(reads, revisit, intervals)]
+            for r in reads:
+                i = r.idx
+                if r.validators is not None and any(r.validators):
+                    old_v = stored.get(i, (None, None))
+                    db.set_validators(i, *(new or kept for new, kept in zip(r.validators, old_v)))
+                    v.flags[i] |= F_VALIDATORS
+                v.flags[i] &= 0xFF ^ F_REFRESH
+            self.visited(reads, revisit, changed, intervals, txn)
+        if self.counters is not None:
+            self.counters.add("changes_detected", sum(1 for c in changed if c))
+            self.counters.add("not_modified", sum(1 for r in reads if r.kept_links))
+
+    def _changed(self, r: Any, again: bool, interval: float) -> bool | None:
+        """Whether read ``r`` saw a change (None: not a usable observation)."""
+        v, i = self.table, r.idx
+        if not again or interval <= 0:
+            return None
+        old = int(v.status[i])
+        if r.kept_links:  # 304
+            return False
+        if old and status_class(old) != status_class(r.status):
+            return True
+        if r.hash and v.content_hash[i] and v.flags[i] & F_NORM_HASH:
+            return bool(r.hash != int(v.content_hash[i]))
+        return None
+
     def visited(self, reads: list, revisit: list, changed: list, intervals: list, txn: Any) -> None:
         """Pages just read (``_Read`` objects): record revisits (``changed``
         True/False; None: unknown) in the visit history, re-estimate change

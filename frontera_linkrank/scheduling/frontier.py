@@ -31,12 +31,6 @@ class Frontier:
         Current keys of pages (higher is fetched first).
     host_class : callable(host id) -> 0 or 1
         Class of a host for :class:`BestFirstQueue` offsets.
-    explore : float
-        Share of each batch drawn uniformly at random from the queued pages
-        instead of best first (an experiment: it scans the queue, O(pages)
-        a batch).
-    seed : int
-        Seed of those draws.
     tolerance : float
         A queued page whose key rose is queued again only when it rose by
         more than ``tolerance`` times its queued value (the key plus its
@@ -50,15 +44,13 @@ class Frontier:
     """
 
     def __init__(self, table: VertexTable, priority: Callable[[np.ndarray], np.ndarray],
-                 host_class: Callable[[int], int] = lambda h: 0, explore: float = 0.0, seed: int = 0,
-                 tolerance: float = 0.0, offsets: Callable[[], tuple[float, float]] | None = None) -> None:
+                 host_class: Callable[[int], int] = lambda h: 0, tolerance: float = 0.0,
+                 offsets: Callable[[], tuple[float, float]] | None = None) -> None:
         self.table = table
         self.priority = priority
         self.host_class = host_class
-        self.explore = float(explore)
         self.tolerance = float(tolerance)
         self.offsets = offsets
-        self._rng = np.random.default_rng(seed)
         self._key = np.full(1024, np.nan)  # key of the live queue entry; nan: not queued
         self.queue = BestFirstQueue(self._is_live)
         self.leases = collections.deque()  # (lease time, page), in time order
@@ -156,34 +148,11 @@ class Frontier:
         :meth:`PageLifecycle.take`). ``counts`` (host -> pages already in
         this batch) is updated."""
         counts = {} if counts is None else counts
-        drawn = self._draw(round(self.explore * n), skip_host, max_per_host, counts) if self.explore else []
-        if drawn:
-            self._key[np.asarray(drawn, np.int64)] = np.nan  # their queue entries are now stale
-        pages = drawn + self.queue.pop_batch(n - len(drawn), skip_host, max_per_host, offsets, counts)
+        pages = self.queue.pop_batch(n, skip_host, max_per_host, offsets, counts)
         if pages:
             self._key[np.asarray(pages, np.int64)] = np.nan
             self.n_queued -= len(pages)
         return pages
-
-    def _draw(self, k: int, skip_host: Callable[[int], bool] | None, max_per_host: int,
-              counts: dict) -> list[int]:
-        """Up to ``k`` queued pages drawn uniformly at random, within the hosts' limits."""
-        if k <= 0:
-            return []
-        queued = np.flatnonzero(~np.isnan(self._key[: self.table.n]))
-        if not len(queued):
-            return []
-        out: list[int] = []
-        hosts = self.table.host
-        for page in self._rng.choice(queued, min(len(queued), 4 * k), replace=False).tolist():
-            h = int(hosts[page])
-            if (skip_host is not None and skip_host(h)) or (max_per_host and counts.get(h, 0) >= max_per_host):
-                continue
-            out.append(page)
-            counts[h] = counts.get(h, 0) + 1
-            if len(out) == k:
-                break
-        return out
 
     def leased(self, pages: list[int], now: float) -> None:
         """``pages`` were handed out at ``now`` (their state is LEASED)."""

@@ -30,7 +30,13 @@ crawled pages in a one-pass crawl is passed on here.
 Each page read: its stored row of out-links (kept in memory) becomes
 pushable; a page read again keeps the mass its old row passed (the
 estimate is then approximate for that page's old targets until the next
-:meth:`PushRank.rebuild`).
+:meth:`PushRank.anchor`).
+
+Residuals below the threshold are never pushed, so the estimate drifts
+from the exact solution by up to ``eps`` per crawled page.
+:meth:`PushRank.anchor` starts again from an exact PageRank (the crawl's
+periodic ranking): ``x`` becomes the ranking, scaled, and the residuals are
+recomputed from the equation, so the invariant holds exactly again.
 
 Examples
 --------
@@ -63,28 +69,14 @@ class PushRank:
         (the teleport mass of one page is 1).
     max_rounds : int
         Push rounds per :meth:`push` at most (the rest waits for the next batch).
-    depth_discount : float
-        ``b`` of the push policy's keys ``inflow * b ** depth`` (1: the
-        plain estimate ``x + r``).
-    host_bonus : float
-        Added by the push policy to the key of the first page found of
-        each host (0: none).
-    discovery : float
-        Exponent of the push policy's discovery factor (0: none); when
-        set, the pages read are kept in :attr:`read_log` for it.
     """
 
-    def __init__(self, damping: float = 0.85, threshold: float = 0.3, max_rounds: int = 200,
-                 depth_discount: float = 1.0, host_bonus: float = 0.0, discovery: float = 0.0) -> None:
+    def __init__(self, damping: float = 0.85, threshold: float = 0.3, max_rounds: int = 200) -> None:
         if not 0 < damping < 1 or not threshold > 0:
             raise ValueError("damping must be in (0, 1) and threshold > 0")
         self.damping = float(damping)
         self.threshold = float(threshold)
         self.max_rounds = int(max_rounds)
-        self.depth_discount = float(depth_discount)  # read by the push policy's keys
-        self.host_bonus = float(host_bonus)  # idem
-        self.discovery = float(discovery)  # idem
-        self.read_log: list[np.ndarray] = []  # pages read, drained by the discovery factor (if on)
         self.n = 0
         self.x = np.zeros(1024)
         self.r = np.zeros(1024)
@@ -95,6 +87,7 @@ class PushRank:
         self.mass = 0.0  # sum of x + r over the known pages, kept as it changes
         self.pushes = 0  # pages pushed, in total
         self.push_edges = 0  # links pushed along, in total: the estimate's whole work
+        self.anchors = 0  # rankings it was re-anchored on
         self._pending = np.zeros(0, np.int64)  # pages whose residual changed since the last push
 
     # -- the known graph ---------------------------------------------------------------
@@ -143,36 +136,24 @@ class PushRank:
         self.start[pages] = starts
         self.deg[pages] = lens
         self._pending = np.concatenate((self._pending, pages))
-        if self.discovery:
-            self.read_log.append(pages)
-
-    def fund(self, pages: np.ndarray, mass: np.ndarray) -> None:
-        """Add teleport ``mass`` to ``pages`` (the seeds: a personalised
-        share on top of the uniform one)."""
-        pages = np.asarray(pages, np.int64)
-        if len(pages):
-            self.grow(int(pages.max()) + 1)
-            mass = np.broadcast_to(np.asarray(mass, np.float64), pages.shape)
-            np.add.at(self.r, pages, mass)
-            self.mass += float(mass.sum())
-            self._pending = np.concatenate((self._pending, pages))
-
-    def set_threshold(self, threshold: float) -> None:
-        """Change ``eps`` (pages now above it are pushed at the next :meth:`push`)."""
-        self.threshold = float(threshold)
-        self._pending = np.flatnonzero(self.r[: self.n] > self.threshold)
 
     # -- pushing -------------------------------------------------------------------------
-    def push(self) -> np.ndarray:
+    def push(self, signed: bool = False) -> np.ndarray:
         """Push every crawled page whose residual exceeds the threshold, in
         rounds, until none does; returns the pages whose residual rose
-        (the frontier re-keys the uncrawled ones)."""
+        (the frontier re-keys the uncrawled ones). ``signed`` pushes
+        residuals below ``-threshold`` too: values then fall as well as
+        rise (the caller rebuilds its queue)."""
         d, eps, r, x = self.damping, self.threshold, self.r, self.x
         cand = unique(self._pending) if len(self._pending) else self._pending
         self._pending = np.zeros(0, np.int64)
         raised = []
         for _ in range(self.max_rounds):
-            act = cand[(self.deg[cand] > 0) & (r[cand] > eps)] if len(cand) else cand
+            if len(cand):
+                over = np.abs(r[cand]) > eps if signed else r[cand] > eps
+                act = cand[(self.deg[cand] > 0) & over]
+            else:
+                act = cand
             if not len(act):
                 break
             amount = r[act]
@@ -180,9 +161,7 @@ class PushRank:
             r[act] = 0.0
             deg = self.deg[act]
             total = int(deg.sum())
-            # Gather the rows of the active pages: pool[start_k : start_k + deg_k] for each k.
-            offsets = np.repeat(self.start[act] - np.concatenate(([0], np.cumsum(deg)[:-1])), deg)
-            dst = self.pool[offsets + np.arange(total)]
+            dst = self._rows(act, deg)
             np.add.at(r, dst, np.repeat(d * amount / deg, deg))
             self.mass += d * float(amount.sum())  # r_u moved into x_u, d * r_u on to the links
             self.pushes += len(act)
@@ -195,6 +174,55 @@ class PushRank:
             return np.zeros(0, np.int64)
         return unique(np.concatenate(raised))
 
+    def _rows(self, pages: np.ndarray, deg: np.ndarray) -> np.ndarray:
+        """The rows of ``pages`` (out-degrees ``deg``) concatenated:
+        ``pool[start_k : start_k + deg_k]`` for each k."""
+        offsets = np.repeat(self.start[pages] - np.concatenate(([0], np.cumsum(deg)[:-1])), deg)
+        return self.pool[offsets + np.arange(int(deg.sum()))]
+
+    def spread(self, v: np.ndarray) -> np.ndarray:
+        """``d * P^T v`` over the known graph: what the crawled pages pass
+        to their links when they hold ``v`` (length :attr:`n`)."""
+        n = self.n
+        crawled = np.flatnonzero(self.deg[:n] > 0)
+        deg = self.deg[crawled]
+        w = np.repeat(self.damping * v[crawled] / deg, deg)
+        return np.bincount(self._rows(crawled, deg), weights=w, minlength=n)[:n]
+
+    def anchor(self, ranking: np.ndarray) -> None:
+        """Start again from an exact ranking of the known graph.
+
+        ``ranking`` (PageRank of pages ``0 .. len-1``, any scale), once
+        scaled to this system, becomes the estimate ``x`` of the crawled
+        pages, and the residuals are recomputed as ``r = b + d P^T x - x``
+        over the known graph as it is now (pages and links found since the
+        ranking included), so the invariant holds exactly; residuals of
+        either sign over the threshold are then pushed (values may fall:
+        the caller rebuilds its queue). A page without a row keeps its
+        whole value in ``r``, as it always does, so its mass moves on when
+        its row arrives. The scale ``s`` makes ``s * ranking`` solve
+        ``x = b + d P^T x`` on the median ranked page: exact for PageRank
+        of the same graph (its dangling and teleport mass is a uniform
+        multiple of ``b``), and unmoved by the pages whose in-links
+        changed since the ranking."""
+        n = self.n
+        k = min(len(ranking), n)
+        v = np.zeros(n)
+        v[:k] = np.nan_to_num(np.asarray(ranking[:k], np.float64))
+        passed = self.spread(v)
+        owed = v[:k] - passed[:k]
+        owed = owed[owed > 0]
+        if not len(owed):
+            return
+        s = 1.0 / float(np.median(owed))
+        x = np.where(self.deg[:n] > 0, s * v, 0.0)
+        self.x[:n] = x
+        self.r[:n] = 1.0 + s * passed - x
+        self.mass = math.fsum(self.x[:n] + self.r[:n])
+        self._pending = np.flatnonzero(self.deg[:n] > 0)
+        self.push(signed=True)
+        self.anchors += 1
+
     # -- reading ---------------------------------------------------------------------------
     def values(self, idx: np.ndarray) -> np.ndarray:
         """``x + r`` of pages ``idx`` (unnormalised: a page's teleport mass is 1)."""
@@ -202,11 +230,6 @@ class PushRank:
         if len(idx) and int(idx.max()) >= self.n:
             self.grow(int(idx.max()) + 1)
         return self.x[idx] + self.r[idx]
-
-    def inflow(self, idx: np.ndarray) -> np.ndarray:
-        """Mass that reached pages ``idx`` through links (and seed funding):
-        :meth:`values` without the page's own uniform teleport share."""
-        return self.values(idx) - 1.0
 
     def normalised(self, idx: np.ndarray | None = None) -> np.ndarray:
         """The estimate as PageRank of the known graph (sums to 1 over the known pages)."""
@@ -219,4 +242,5 @@ class PushRank:
     def stats(self) -> dict[str, float]:
         """Threshold, total pushes and links pushed along, residual left."""
         return {"push_threshold": self.threshold, "pushes": self.pushes, "push_edges": self.push_edges,
+                "push_anchors": self.anchors,
                 "push_residual": float(self.r[: self.n][self.deg[: self.n] > 0].sum())}

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .kinds import SettingsError
-from .table import POLICY_RANKINGS, RANK_ALGORITHMS, TABLE
+from .table import RANK_ALGORITHMS, TABLE, policy_rankings
 
 PREFIX = "LINKRANK_"
 
@@ -37,7 +37,7 @@ __all__ = [
     "HISTORY_TIMES",
     "OMEGA_POLICIES",
     "POLICIES",
-    "POLICY_RANKINGS",
+    "policy_rankings",
     "RANK_ALGORITHMS",
     "RANK_EDGES",
     "RECRAWL_POLICIES",
@@ -97,7 +97,7 @@ class LinkRankSettings:
     --------
     >>> s = LinkRankSettings({"LINKRANK_DAMPING": "0.9"}, MAX_PAGES=100)
     >>> s.DAMPING, s.MAX_PAGES, s.POLICY, s.RANK_ALGORITHMS
-    (0.9, 100, 'hybrid-push', ())
+    (0.9, 100, 'hybrid-push', ('pagerank', 'hits'))
     >>> try:
     ...     LinkRankSettings({"LINKRANK_POLCY": "fifo"})
     ... except SettingsError as e:
@@ -130,11 +130,6 @@ class LinkRankSettings:
     MAX_RETRIES: int
     RETRY_DELAY: float
     PUSH_THRESHOLD: float
-    PUSH_SEED_MASS: float
-    PUSH_DEPTH_DISCOUNT: float
-    PUSH_HOST_BONUS: float
-    PUSH_DISCOVERY: float
-    EXPLORE_SHARE: float
     REQUEUE_TOLERANCE: float
     SEEDS_FILE: str | None
     MAX_PAGES: int
@@ -201,14 +196,8 @@ class LinkRankSettings:
         return f"LinkRankSettings({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
 
     def validate_combination(self) -> LinkRankSettings:
-        """Check the rules between settings; fill ``RANK_ALGORITHMS`` left
-        at None with what the policy (and recrawl) needs."""
-        needed = POLICY_RANKINGS.get(self.POLICY, ())
-        if self.RANK_ALGORITHMS is None:
-            wanted = set(needed)
-            if self.RECRAWL and self.RECRAWL_IMPORTANCE == "pagerank":
-                wanted.add("pagerank")
-            self.RANK_ALGORITHMS = tuple(a for a in RANK_ALGORITHMS if a in wanted)
+        """Check the rules between settings."""
+        needed = policy_rankings(self.POLICY)
         if self.INTERNAL_WEIGHT == 0 and self.EXTERNAL_WEIGHT == 0:
             raise SettingsError("LINKRANK_INTERNAL_WEIGHT and LINKRANK_EXTERNAL_WEIGHT cannot both be 0")
         missing = set(needed) - set(self.RANK_ALGORITHMS)

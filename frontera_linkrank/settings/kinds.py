@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,9 +184,10 @@ def _size(n: int) -> str:
 
 @dataclass(frozen=True)
 class Choice(Kind):
-    """One of ``choices`` (case-insensitive, normalised to lower case)."""
+    """One of ``choices`` (case-insensitive, normalised to lower case); a
+    live view such as a registry's ``keys()`` follows later registrations."""
 
-    choices: tuple[str, ...]
+    choices: Collection[str]
 
     def check(self, value: Any) -> str:
         v = str(value).strip().lower()
@@ -297,15 +299,16 @@ class HostList(Kind):
 @dataclass(frozen=True)
 class AlgorithmList(Kind):
     """Some of ``choices`` (a list, or a string separated by commas or
-    spaces; ``"both"`` names them all), normalised to a tuple in the order
-    of ``choices``; ``None`` or ``""`` stays ``None`` (decided later)."""
+    spaces; ``"both"`` names them all, ``"none"`` none), normalised to a
+    tuple in the order of ``choices``."""
 
     choices: tuple[str, ...]
     everything: str = "both"
+    nothing: str = "none"
 
-    def check(self, value: Any) -> tuple[str, ...] | None:
-        if value is None or value == "":
-            return None
+    def check(self, value: Any) -> tuple[str, ...]:
+        if isinstance(value, str) and value.strip().lower() in (self.nothing, ""):
+            return ()
         if isinstance(value, str):
             value = value.replace(",", " ").split()
         elif not isinstance(value, (list, tuple, set, frozenset)):
@@ -318,7 +321,8 @@ class AlgorithmList(Kind):
         return tuple(a for a in self.choices if a in wanted)
 
     def allowed(self) -> str:
-        return "list of " + ", ".join(f"`{c}`" for c in self.choices) + f" (`{self.everything}`: all), or `None`"
+        names = ", ".join(f"`{c}`" for c in self.choices)
+        return f"list of {names} (`{self.everything}`: all, `{self.nothing}`: none)"
 
 
 class Window(Kind):

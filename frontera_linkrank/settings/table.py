@@ -105,21 +105,18 @@ AOPIC = Section("AOPIC", (
 ))  # fmt: skip
 
 SCHEDULING = Section("Scheduling", (
-    S("LINKRANK_POLICY", Choice(tuple(POLICY_REGISTRY)), "hybrid-push",
+    S("LINKRANK_POLICY", Choice(POLICY_REGISTRY.keys()), "hybrid-push",
       "Order in which unfetched pages are handed out.",
-      "`opic`: largest AOPIC cash first (greedy OPIC; no ranking runs); `fifo`: discovery order (breadth-first "
-      "from the seeds); `score`: largest content score first (the score the spider gave the link, else the "
-      "best content score of the crawled pages linking to it); `pagerank`: largest PageRank of the last "
-      "periodic ranking (pages found since then: discovery order, after the ranked ones); `hits`: largest "
-      "HITS authority of the last periodic ranking (idem); `hybrid`: AOPIC cash plus "
-      "`LINKRANK_HYBRID_WEIGHT` times the PageRank of the last ranking (pages found since: their cash alone); "
-      "`hybrid-push`: AOPIC cash plus `LINKRANK_HYBRID_WEIGHT` times the known graph's PageRank kept current "
-      "by pushing (as `push`), with no ranking run; `push`: largest PageRank of the known graph, kept current "
-      "after every batch by pushing residuals along "
-      "the crawled pages' links (`LINKRANK_PUSH_THRESHOLD`); `learned` (an experiment): a linear model fitted "
-      "offline over the push estimate, known in-links, depth and the host template (docs/ordering.md). "
-      "In simulated crawls of the four development graphs `hybrid-push` collects the most PageRank on "
-      "average, with and without politeness (docs/ordering.md)."),
+      "`hybrid-push` (the default): AOPIC cash plus `LINKRANK_HYBRID_WEIGHT` times the known graph's PageRank, "
+      "kept current after every batch by pushing residuals along the crawled pages' links "
+      "(`LINKRANK_PUSH_THRESHOLD`) and re-anchored on every periodic PageRank; `opic`: largest AOPIC cash "
+      "first (greedy OPIC); `fifo`: discovery order (breadth-first from the seeds); `score`: largest content "
+      "score first (the score the spider gave the link, else the best content score of the crawled pages "
+      "linking to it); `pagerank`: largest PageRank of the last periodic ranking (pages found since then: "
+      "discovery order, after the ranked ones); `hits`: largest HITS authority of the last periodic ranking "
+      "(idem); `hybrid`: AOPIC cash plus `LINKRANK_HYBRID_WEIGHT` times the PageRank of the last ranking "
+      "(pages found since: their cash alone); `push`: the pushed PageRank estimate alone. A project can "
+      "register a policy of its own (docs/architecture.md). docs/ordering.md compares them."),
     S("LINKRANK_MAX_REQUESTS_PER_HOST", Int(lo=0), 0,
       "At most this many requests for one host in one batch (0: no cap)."),
     S("LINKRANK_MAX_PAGES_PER_HOST", Int(lo=0), 0, "Budget of pages per host, a trap defence (0: no budget).",
@@ -133,21 +130,12 @@ SCHEDULING = Section("Scheduling", (
       "(`RETRY_TIMES`) and the frontier records its final failure without retrying it (docs/scrapy.md)."),
     S("LINKRANK_RETRY_DELAY", Float(lo=0), 60.0, "Seconds before a failed fetch is retried."),
     S("LINKRANK_PUSH_THRESHOLD", Float(lo=0, open_lo=True), 0.6,
-      "Policy `push`: a crawled page passes its residual on once it exceeds this (a page's teleport mass is 1).",
+      "Policies `hybrid-push` and `push`: a crawled page passes its residual on once it exceeds this (a page's "
+      "teleport mass is 1).",
       "Smaller is closer to the known graph's PageRank and costs more pushes: each push settles at least "
       "(1 - d) times the threshold, so the work per batch is at most the mass it brings over that. In "
       "simulated crawls of the four development graphs 0.3 and 0.6 collect the same PageRank (within 0.003), "
       "and on uk-2007 0.03 to 0.9 do; 0.6 pushes about 5 links per link crawled (docs/ordering.md)."),
-    S("LINKRANK_PUSH_SEED_MASS", Float(lo=0), 0.0,
-      "Policy `push`: teleport mass shared by the seeds when they are added, on top of each page's 1.",
-      "0: the known graph's PageRank; large: mass spreads from the seeds only, as OPIC's cash does."),
-    S("LINKRANK_PUSH_HOST_BONUS", Float(lo=0), 0.0,
-      "Policy `push`: added to the key of the first page found of each host (0: none).",
-      "A large bonus fetches one page of every new host before the rest: a host's first fetch reveals its "
-      "internal links (navigation pages that the whole host links to)."),
-    S("LINKRANK_PUSH_DEPTH_DISCOUNT", Float(lo=0, hi=1, open_lo=True), 1.0,
-      "Policy `push`: keys are the mass a page received through links times this to the power of its depth.",
-      "1: the plain estimate (the known graph's PageRank). Below 1 favours pages near the seeds."),
     S("LINKRANK_REQUEUE_TOLERANCE", Float(lo=0), 0.02,
       "Policies keyed by AOPIC cash (`opic`, `hybrid`, `hybrid-push`): a waiting page is queued again only "
       "when its key has risen by more than this fraction.",
@@ -156,15 +144,6 @@ SCHEDULING = Section("Scheduling", (
       "be (its key plus the accumulator, as the queue compares them). At 0.02 the PageRank collected is "
       "within 0.006 of exact requeueing on every development graph and a crawl through `FrontierManager` "
       "is about 5% faster (0: every rise is queued; docs/ordering.md, \"Requeue tolerance\")."),
-    S("LINKRANK_EXPLORE_SHARE", Float(lo=0, hi=1), 0.0,
-      "Share of each batch drawn at random from the waiting pages instead of best first (0: none).",
-      "An experiment in valuing what a fetch reveals (docs/ordering.md, \"Discovery value\"); it scans the "
-      "waiting pages once a batch, so it costs O(pages) a batch."),
-    S("LINKRANK_PUSH_DISCOVERY", Float(lo=0), 0.0,
-      "Policy `push`: keys are multiplied by `(1 + g) ** value`, `g` the pages first found per crawled page of "
-      "the page's host so far (0: none).",
-      "An experiment in valuing what a fetch reveals: hosts whose pages have led to many new pages come first "
-      "(docs/ordering.md, \"Discovery value\")."),
 ))  # fmt: skip
 
 SCRAPY = Section("Scrapy scheduler", (
@@ -189,11 +168,12 @@ SCRAPY = Section("Scrapy scheduler", (
 ))  # fmt: skip
 
 RANKING = Section("Periodic ranking (PageRank, HITS)", (
-    S("LINKRANK_RANK_ALGORITHMS", AlgorithmList(RANK_ALGORITHMS), None,
-      "Rankings recomputed periodically during a crawl (None: what `LINKRANK_POLICY` needs).",
-      "`pagerank` for the pagerank and hybrid policies, `hits` for hits, nothing for the others (and "
-      "`pagerank` when recrawl weighs pages by PageRank). Rankings are stored in the page database "
-      "(`page_db_dump` shows them)."),
+    S("LINKRANK_RANK_ALGORITHMS", AlgorithmList(RANK_ALGORITHMS), ("pagerank", "hits"),
+      "Rankings recomputed periodically during a crawl (`none`: no ranking).",
+      "They are stored in the page database (`frontera-linkrank top --by pagerank|authority|hub`, "
+      "`page_db_dump`) and feed the scheduler: each PageRank re-anchors the estimate of `hybrid-push` and "
+      "`push` and re-keys `pagerank` and `hybrid`; HITS authority orders `hits`. A policy that needs a "
+      "ranking refuses a list without it.", shown="pagerank, hits"),
     S("LINKRANK_RANK_EVERY_PAGES", Int(lo=0), 1000,
       "Rank again once at least this many pages were crawled since the last ranking (0: not by count).",
       "And once the crawl has grown by `LINKRANK_RANK_GROWTH`. Geometric growth keeps the total cost of the "
@@ -290,5 +270,9 @@ SECTIONS: tuple[Section, ...] = (STORAGE, URLS, AOPIC, SCHEDULING, SCRAPY, RANKI
 TABLE: dict[str, Setting] = {s.name: s for section in SECTIONS for s in section.settings}
 """Every setting by full name."""
 
-POLICY_RANKINGS: dict[str, tuple[str, ...]] = {p.name: p.rankings for p in POLICY_REGISTRY.values() if p.rankings}
-"""Rankings each crawl policy needs recomputed (from the policy registry)."""
+
+
+def policy_rankings(name: str) -> tuple[str, ...]:
+    """Rankings the crawl policy ``name`` needs recomputed (from the policy registry)."""
+    policy = POLICY_REGISTRY.get(name)
+    return policy.rankings if policy is not None else ()

@@ -1,27 +1,45 @@
 """The crawl policies: how the frontier orders the pages it has not fetched.
 
-A policy is one :class:`Policy` record in :data:`POLICIES`. Its ``keys``
-factory returns a function from page indices to float keys (higher is
-fetched first; ties go to the page discovered first). The queue is lazy,
-so the key of a waiting page may only grow between two rebuilds of the
-queue; every policy here keeps that rule (cash and hints only accumulate
-until a page is fetched; ranking scores change only when a new ranking
-arrives, and policies that use them set ``rebuild_on_ranking``).
-
-Adding a policy is one module in this package that defines a key factory
-and a ``POLICY`` record, plus one line in :data:`POLICIES` below; the
-settings take their choices from here.
+A policy is a :class:`Policy` subclass (:mod:`.base` has the protocol)
+registered in :data:`POLICIES`. Adding a policy is one module that defines
+the class, plus one :func:`register` call (here for the built-in ones; a
+project may register its own before the crawl starts); the
+``LINKRANK_POLICY`` setting accepts every registered name.
 """
 
 from __future__ import annotations
 
-from . import fifo, hybrid, hybrid_push, learned, opic, push, ranked, score
-from .base import KeyFunction, Policy, host_class
+from .base import Batch, KeyFunction, Policy, PolicyContext, host_class
+from .fifo import FifoPolicy
+from .hybrid import HybridPolicy
+from .hybrid_push import HybridPushPolicy
+from .opic import OpicPolicy
+from .push import PushPolicy
+from .ranked import HitsPolicy, PageRankPolicy
+from .score import ScorePolicy
 
-POLICIES: dict[str, Policy] = {
-    p.name: p for p in (opic.POLICY, fifo.POLICY, score.POLICY, ranked.PAGERANK, ranked.HITS, hybrid.POLICY,
-                        hybrid_push.POLICY, push.POLICY, learned.POLICY)
-}
+POLICIES: dict[str, type[Policy]] = {}
 """Every crawl policy by name, in the order the docs list them."""
 
-__all__ = ["POLICIES", "KeyFunction", "Policy", "host_class"]
+
+def register(policy: type[Policy]) -> type[Policy]:
+    """Make ``policy`` a valid ``LINKRANK_POLICY`` (by its ``name``); returns
+    it, so it can decorate the class.
+
+    Raises
+    ------
+    ValueError
+        If the name is empty or taken by another policy.
+    """
+    name = policy.name
+    if not name or (name in POLICIES and POLICIES[name] is not policy):
+        raise ValueError(f"policy name {name!r} is empty or already registered")
+    POLICIES[name] = policy
+    return policy
+
+
+for _policy in (OpicPolicy, FifoPolicy, ScorePolicy, PageRankPolicy, HitsPolicy, HybridPolicy, HybridPushPolicy,
+                PushPolicy):
+    register(_policy)
+
+__all__ = ["POLICIES", "Batch", "KeyFunction", "Policy", "PolicyContext", "host_class", "register"]

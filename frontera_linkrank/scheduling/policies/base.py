@@ -1,74 +1,158 @@
-"""The policy record and host classes (see the package docstring)."""
+"""The crawl-policy protocol: a policy owns its keys and whatever state they need.
+
+The frontier core builds one policy object when it opens a page database
+(:class:`PolicyContext` gives it the page arrays, the AOPIC books, the
+last ranking, the database and the settings) and then only calls the
+methods below. A policy that needs no state of its own defines
+:meth:`Policy.keys` and nothing else.
+
+=======================  ==========================================================
+call                     when, and what the policy does
+=======================  ==========================================================
+``Policy(ctx)``          the database opens: build the state (read stored links...)
+:meth:`~Policy.keys`     pages enter or re-enter the queue: their float keys
+:meth:`~Policy.on_batch` after each batch of fetched pages was read: update the
+                         state; return the pages whose key rose besides the
+                         links' targets (which the core offers anyway)
+:meth:`~Policy.on_ranking`  a periodic ranking was installed: True to rebuild the queue
+:meth:`~Policy.rekey`    before each batch is handed out: True when the keys were
+                         changed in a way that may lower them (the queue is rebuilt)
+:meth:`~Policy.estimate` the policy's importance estimate (the simulator reports it)
+:meth:`~Policy.stats`    figures for the crawl's stats
+=======================  ==========================================================
+
+The queue is lazy: between two rebuilds the key of a waiting page may only
+grow (a page whose key rose is queued again; stale entries are dropped
+when they surface).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
     from ...scoring.aopic import Aopic
-    from ...scoring.ranker import RankScores
+    from ...scoring.ranker import Ranking, RankScores
+    from ...storage.pagedb import PageDB
     from ...storage.vertices import VertexTable
 
 KeyFunction = Callable[[np.ndarray], np.ndarray]
 """Keys of pages ``idx`` (an int64 array): float64, higher first."""
 
 
-@dataclass(frozen=True)
+class PolicySettings(Protocol):
+    """The settings fields a policy may read (a
+    :class:`~frontera_linkrank.settings.LinkRankSettings` has them; this
+    layer sits below the settings package, so it names only the fields)."""
+
+    DAMPING: float
+    PUSH_THRESHOLD: float
+    HYBRID_WEIGHT: float
+
+
+@dataclass
+class PolicyContext:
+    """What a policy is built from (the frontier core fills it)."""
+
+    table: VertexTable
+    aopic: Aopic
+    ranks: RankScores
+    settings: PolicySettings
+    db: PageDB | None = None  # None: nothing stored yet (a policy built outside a crawl)
+
+
+@dataclass
+class Batch:
+    """What one applied batch read, in the order it was read.
+
+    Attributes
+    ----------
+    pages : int64 array
+        Pages read (fetched: AOPIC moved their cash to their links).
+    rows : list of int64 arrays
+        Their out-links (distinct, no self-link), one array per page.
+    late_pages : int64 array
+        Pages read in an earlier batch that got more links; ``late_rows``
+        holds their whole new rows.
+    reads : list
+        The read records themselves (status, time, content hash...), for
+        features that need more than the links.
+    """
+
+    pages: np.ndarray
+    rows: list[np.ndarray]
+    late_pages: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    late_rows: list[np.ndarray] = field(default_factory=list)
+    reads: list[Any] = field(default_factory=list)
+
+
 class Policy:
-    """One crawl policy.
+    """A crawl policy over one crawl (see the module docstring).
+
+    Subclasses set the class attributes and define :meth:`keys`; the other
+    methods default to a policy without state.
 
     Attributes
     ----------
     name : str
         The value of ``LINKRANK_POLICY``.
-    keys : callable
-        ``keys(table, aopic, ranks=..., weight=...) -> KeyFunction``.
     rankings : tuple of str
         Periodic rankings the policy needs (``"pagerank"``, ``"hits"``).
-    rebuild_on_ranking : bool
-        A new ranking changes the keys: the queue is rebuilt when one is
-        installed.
+    cash_keys : bool
+        Keys are AOPIC cash, so hosts are split into the classes of
+        :func:`host_class` and small rises are not requeued
+        (``LINKRANK_REQUEUE_TOLERANCE``).
     uses_hints : bool
         Keys read the pages' ``hint`` (content scores): seeds get a hint of
         at least 1 and crawled pages pass their score on to their links.
-    cash_keys : bool
-        Keys are AOPIC cash, so hosts are split into the classes of
-        :func:`host_class`.
-    estimate : str
-        What the simulator reports as the policy's importance estimate:
-        ``"importance"`` (AOPIC), ``"push"`` (the push estimate, which the
-        core then keeps) or a stored ranking vector (``"pagerank"``,
-        ``"authority"``).
-    rescales : bool
-        The key function has ``due()`` and ``rescale()``: keys are
-        scaled by a total that grows with the crawl, taken afresh when
-        ``due()`` (after a batch is applied), and the queue is rebuilt.
+    estimate_name : str
+        What :meth:`estimate` returns: ``"importance"`` (AOPIC), a ranking
+        vector (``"pagerank"``, ``"authority"``) or the policy's own.
     """
 
-    name: str
-    keys: Callable[..., KeyFunction]
-    rankings: tuple[str, ...] = ()
-    rebuild_on_ranking: bool = False
-    uses_hints: bool = False
-    cash_keys: bool = False
-    estimate: str = "importance"
-    rescales: bool = False
+    name: ClassVar[str] = ""
+    rankings: ClassVar[tuple[str, ...]] = ()
+    cash_keys: ClassVar[bool] = False
+    uses_hints: ClassVar[bool] = False
+    estimate_name: ClassVar[str] = "importance"
 
-    def key_function(self, table: VertexTable, aopic: Aopic, ranks: RankScores | None = None,
-                     weight: float = 1.0) -> KeyFunction:
-        """The key function of this policy over ``table``."""
-        return self.keys(table, aopic, ranks=ranks, weight=weight)
+    def __init__(self, ctx: PolicyContext) -> None:
+        self.table = ctx.table
+        self.aopic = ctx.aopic
+        self.ranks = ctx.ranks
+        self.settings = ctx.settings
 
-    def host_class(self, aopic: Aopic) -> Callable[[int], int]:
-        """Queue class of a host (see :func:`host_class`)."""
-        return host_class(self, aopic)
+    def keys(self, idx: np.ndarray) -> np.ndarray:
+        """Float64 keys of pages ``idx``, higher first."""
+        raise NotImplementedError
+
+    def on_batch(self, batch: Batch) -> np.ndarray | None:
+        """A batch was read; returns pages whose key rose (or None)."""
+        return None
+
+    def on_ranking(self, ranking: Ranking) -> bool:
+        """A ranking was installed; True when the queue must be rebuilt."""
+        return False
+
+    def rekey(self) -> bool:
+        """Called before each batch is handed out; True when keys changed
+        so that some may have fallen (the queue is then rebuilt)."""
+        return False
+
+    def estimate(self, idx: np.ndarray) -> np.ndarray:
+        """The policy's importance estimate of pages ``idx`` (default: AOPIC's)."""
+        return self.aopic.importance(idx)
+
+    def stats(self) -> dict[str, float]:
+        """Figures for the crawl's stats (none by default)."""
+        return {}
 
 
-def host_class(policy: Policy, aopic: Aopic) -> Callable[[int], int]:
+def host_class(policy: type[Policy] | Policy, aopic: Aopic) -> Callable[[int], int]:
     """Queue class of a host: 0 if its unfetched pages are owed ω's cash
     (their keys exclude the accumulator ``A``, added back as the class
     offset), else 1. Only policies keyed by cash use classes."""

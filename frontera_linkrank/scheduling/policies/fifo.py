@@ -3,20 +3,15 @@ Frontera's memory FIFO backend."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from .base import KeyFunction, Policy
+from .base import Policy
 
 
-def keys(table: Any, aopic: Any = None, **_: Any) -> KeyFunction:
+class FifoPolicy(Policy):
     """The page discovered first comes first."""
 
-    def f(idx: np.ndarray) -> np.ndarray:
+    name = "fifo"
+
+    def keys(self, idx: np.ndarray) -> np.ndarray:
         return -np.asarray(idx, np.float64)
-
-    return f
-
-
-POLICY = Policy("fifo", keys)

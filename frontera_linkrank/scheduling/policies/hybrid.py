@@ -9,28 +9,31 @@ ranking part is fixed between rankings, so keys only grow.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import opic
-from .base import KeyFunction, Policy
+from .base import Policy
+from .opic import cash_keys
 
 if TYPE_CHECKING:
-    from ...scoring.aopic import Aopic
-    from ...scoring.ranker import RankScores
-    from ...storage.vertices import VertexTable
+    from ...scoring.ranker import Ranking
 
 
-def keys(table: VertexTable, aopic: Aopic, ranks: RankScores | None = None, weight: float = 1.0,
-         **_: Any) -> KeyFunction:
-    """``cash + weight * pagerank`` (see the module docstring)."""
-    cash = opic.keys(table, aopic)
+class HybridPolicy(Policy):
+    """``cash + LINKRANK_HYBRID_WEIGHT * pagerank`` (see the module docstring)."""
 
-    def f(idx: np.ndarray) -> np.ndarray:
-        return cash(idx) + weight * ranks.values("pagerank", idx, fill=0.0)
+    name = "hybrid"
+    rankings = ("pagerank",)
+    cash_keys = True
+    estimate_name = "pagerank"
 
-    return f
+    def keys(self, idx: np.ndarray) -> np.ndarray:
+        weight = self.settings.HYBRID_WEIGHT
+        return cash_keys(self.table, self.aopic, idx) + weight * self.ranks.values("pagerank", idx, fill=0.0)
 
+    def on_ranking(self, ranking: Ranking) -> bool:
+        return True
 
-POLICY = Policy("hybrid", keys, rankings=("pagerank",), rebuild_on_ranking=True, cash_keys=True, estimate="pagerank")
+    def estimate(self, idx: np.ndarray) -> np.ndarray:
+        return self.ranks.values("pagerank", idx, fill=0.0)

@@ -8,28 +8,36 @@ only grow) holds.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .base import KeyFunction, Policy
+from .base import Policy
 
 if TYPE_CHECKING:
-    from ...scoring.ranker import RankScores
+    from ...scoring.ranker import Ranking
 
 
-def vector_keys(name: str) -> Any:
-    """Key factory reading the stored ranking vector ``name``."""
+class PageRankPolicy(Policy):
+    """Largest PageRank of the last periodic ranking first."""
 
-    def factory(table: Any, aopic: Any = None, ranks: RankScores | None = None, **_: Any) -> KeyFunction:
-        def f(idx: np.ndarray) -> np.ndarray:
-            return ranks.values(name, idx, fill=0.0)
+    name = "pagerank"
+    rankings = ("pagerank",)
+    estimate_name = "pagerank"
 
-        return f
+    def keys(self, idx: np.ndarray) -> np.ndarray:
+        return self.ranks.values(self.estimate_name, idx, fill=0.0)
 
-    return factory
+    def on_ranking(self, ranking: Ranking) -> bool:
+        return True
+
+    def estimate(self, idx: np.ndarray) -> np.ndarray:
+        return self.ranks.values(self.estimate_name, idx, fill=0.0)
 
 
-PAGERANK = Policy("pagerank", vector_keys("pagerank"), rankings=("pagerank",), rebuild_on_ranking=True,
-                  estimate="pagerank")
-HITS = Policy("hits", vector_keys("authority"), rankings=("hits",), rebuild_on_ranking=True, estimate="authority")
+class HitsPolicy(PageRankPolicy):
+    """Largest HITS authority of the last periodic ranking first."""
+
+    name = "hits"
+    rankings = ("hits",)
+    estimate_name = "authority"

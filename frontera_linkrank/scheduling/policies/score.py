@@ -4,23 +4,16 @@ crawled pages linking to it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import numpy as np
 
-from .base import KeyFunction, Policy
-
-if TYPE_CHECKING:
-    from ...storage.vertices import VertexTable
+from .base import Policy
 
 
-def keys(table: VertexTable, aopic: Any = None, **_: Any) -> KeyFunction:
-    """The page's ``hint`` (largest first)."""
+class ScorePolicy(Policy):
+    """The page's ``hint``, largest first."""
 
-    def f(idx: np.ndarray) -> np.ndarray:
-        return table.hint[idx].astype(np.float64)
+    name = "score"
+    uses_hints = True
 
-    return f
-
-
-POLICY = Policy("score", keys, uses_hints=True)
+    def keys(self, idx: np.ndarray) -> np.ndarray:
+        return self.table.hint[idx].astype(np.float64)
