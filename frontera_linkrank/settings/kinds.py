@@ -364,6 +364,10 @@ class Setting:
     shown : str
         The default as the docs show it, when its repr is unclear
         (``"1 / 86400"``); Markdown without the backquotes.
+    advanced : bool
+        Most crawls never change it (it tunes storage, the estimators or
+        the schedules, and its default is measured): the settings document
+        lists it apart, under its section's "advanced" heading.
     """
 
     name: str
@@ -372,6 +376,7 @@ class Setting:
     doc: str
     details: str = ""
     shown: str = ""
+    advanced: bool = False
 
     @property
     def key(self) -> str:
@@ -386,4 +391,5 @@ class Setting:
             raise SettingsError(f"{self.name}={value!r}: {e}") from None
 
     def show_default(self) -> str:
+        """The default as the docs show it, in Markdown."""
         return f"`{self.shown}`" if self.shown else self.kind.show(self.default)

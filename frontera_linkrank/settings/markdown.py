@@ -1,14 +1,14 @@
-"""The settings table as Markdown: ``docs/settings.md`` and the README's table.
+"""The settings table as Markdown: ``docs/settings.md``, or one full table.
 
 Generated from :data:`~.table.SECTIONS`, so the docs cannot drift from the
 code. Regenerate with::
 
     python -m frontera_linkrank.settings --markdown > docs/settings.md
-    python -m frontera_linkrank.settings --update-readme README.md
 
-The second command replaces the table between the README's
-``<!-- settings-table:begin -->`` and ``<!-- settings-table:end -->``
-markers.
+``python -m frontera_linkrank.settings --update-readme FILE`` replaces the
+full table between FILE's ``<!-- settings-table:begin -->`` and
+``<!-- settings-table:end -->`` markers (for a page that wants every
+setting in one table).
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ accepted as strings). A value given there overrides the default, which
 Every value is checked at start-up; an unknown `LINKRANK_*` name, a value
 out of range (or not finite) or settings that cannot work together stop the
 crawl with a message naming the setting.
+
+Each section lists first the settings a crawl may well set, then, under
+*advanced*, those most crawls never change: they tune storage, the
+estimators and the schedules, and their defaults are the measured ones.
 """
 
 
@@ -41,25 +45,36 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _row(s: Setting) -> str:
-    cells = (f"`{s.name}`", s.show_default(), s.kind.allowed(), s.doc)
+HEADER = "| Setting | Default | Allowed | What it does |\n|---|---|---|---|\n"
+
+
+def _row(s: Setting, details: bool = False, mark: bool = False) -> str:
+    name = f"`{s.name}`" + (" (advanced)" if mark and s.advanced else "")
+    doc = f"{s.doc} {s.details}".rstrip() if details else s.doc
+    cells = (name, s.show_default(), s.kind.allowed(), doc)
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
 def markdown_table() -> str:
-    """Every setting as one Markdown table (what the README shows)."""
-    lines = ["| Setting | Default | Allowed | What it does |", "|---|---|---|---|"]
-    lines += [_row(s) for section in SECTIONS for s in section.settings]
-    return "\n".join(lines) + "\n"
+    """Every setting as one Markdown table, the advanced ones marked."""
+    return HEADER + "\n".join(_row(s, mark=True) for section in SECTIONS for s in section.settings) + "\n"
+
+
+def _table(settings: list[Setting]) -> str:
+    return HEADER + "\n".join(_row(s, details=True) for s in settings) + "\n"
 
 
 def markdown_document() -> str:
-    """The settings document: the table, then the details by topic."""
-    parts = [INTRO, markdown_table()]
+    """The settings document: one section per topic, its advanced settings apart."""
+    parts = [INTRO]
     for section in SECTIONS:
-        items = [f"- **`{s.name}`** (default {s.show_default()}; {s.kind.allowed()}): {s.doc} {s.details}".rstrip()
-                 for s in section.settings]
-        parts.append(f"## {section.title}\n\n" + "\n".join(items) + "\n")
+        common = [s for s in section.settings if not s.advanced]
+        advanced = [s for s in section.settings if s.advanced]
+        parts.append(f"## {section.title}\n")
+        if common:
+            parts.append(_table(common))
+        if advanced:
+            parts.append(f"### {section.title}: advanced\n\n" + _table(advanced))
     return "\n".join(parts)
 
 
