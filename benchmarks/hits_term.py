@@ -31,6 +31,7 @@ class HybridPushHits(HybridPushPolicy):
 
     name = "hybrid-push-hits"
     rankings = ("hits",)
+    vectors = ("authority",)
 
     def keys(self, idx: np.ndarray) -> np.ndarray:
         return super().keys(idx) + self.weight * self.ranks.values("authority", idx, fill=0.0)

@@ -35,11 +35,11 @@ def test_push_mass_is_the_sum_of_the_estimate():
     p.read(pages[:100], rows[:100])  # rows reach pages up to 500: they are grown
     p.push()
     p.anchor(np.random.default_rng(1).random(450))
-    assert math.isclose(p.mass, math.fsum(p.x[: p.n] + p.r[: p.n]), rel_tol=1e-12)
+    assert math.isclose(p.mass, math.fsum(p.x() + p.r[: p.n]), rel_tol=1e-12)
     p.read(pages[100:], rows[100:])
     p.push()
     assert p.n == 500 and p.pushes > 0
-    assert math.isclose(p.mass, math.fsum(p.x[: p.n] + p.r[: p.n]), rel_tol=1e-12)
+    assert math.isclose(p.mass, math.fsum(p.x() + p.r[: p.n]), rel_tol=1e-12)
 
 
 def _keys_are_cash_plus_push(core, weight):

@@ -69,7 +69,7 @@ def test_push_agrees_with_the_known_graphs_pagerank_within_its_threshold():
         est = p.values(np.arange(n))
         # What is left to settle is at most eps on each pushable page, and
         # (I - d P^T)^{-1} has L1 norm 1 / (1 - d).
-        left = p.r[:n][p.deg[:n] > 0]
+        left = p.r[:n][p.has_row()]
         assert np.all(left <= eps)
         err = np.abs(truth - est).sum()
         assert err <= left.sum() / (1 - D) + 1e-9
@@ -174,13 +174,13 @@ def test_anchoring_on_the_exact_pagerank_leaves_no_error_and_pushing_goes_on_fro
     # A ranking of this known graph (normalised PageRank, any scale): no error left.
     p.anchor(reference_pagerank(first, sub) * 3.0)
     assert np.abs(truth - p.values(np.arange(n))).sum() < 1e-6 * n
-    assert math.isclose(p.mass, math.fsum(p.x[:n] + p.r[:n]), rel_tol=1e-12)
+    assert math.isclose(p.mass, math.fsum(p.x() + p.r[:n]), rel_tol=1e-12)
     assert p.anchors == 1
     # Rows crawled since the ranking: the invariant held, so pushing keeps
     # the error within the threshold's bound.
     p.read(pages[200:], rows[200:])
     p.push()
-    left = p.r[:n][p.deg[:n] > 0]
+    left = p.r[:n][p.has_row()]
     err = np.abs(exact(indptr, indices, n) - p.values(np.arange(n))).sum()
     assert err <= np.abs(left).sum() / (1 - D) + 1e-6 * n
     # A stale ranking (of fewer pages) still anchors exactly: the residuals

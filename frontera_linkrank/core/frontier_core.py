@@ -115,13 +115,14 @@ class FrontierCore:
         v = db.vertices
         self.counters = Counters(db.meta.get("counters", {}))
         self.aopic = self._open_books()
-        self.ranking = RankingSchedule(db, s, self.counters, self.clock())
+        keep = POLICIES[s.POLICY].vectors + (("pagerank",) if s.RECRAWL and s.RECRAWL_IMPORTANCE == "pagerank" else ())
+        self.ranking = RankingSchedule(db, s, self.counters, self.clock(), keep)
         self.policy = policy = POLICIES[s.POLICY](PolicyContext(v, self.aopic, self.ranking.ranks, s, db))
         # Only cash keys rise by a little with every link; other keys
         # carry a common offset that a relative tolerance would blur.
         self.frontier = Frontier(v, policy.keys, host_class(policy, self.aopic),
                                  tolerance=s.REQUEUE_TOLERANCE if policy.cash_keys else 0.0,
-                                 offsets=self._class_offsets)
+                                 offsets=self._class_offsets, lists=db)
         self.lifecycle = PageLifecycle(v, self.aopic, self.frontier, db.touch)
         # Leases of a previous process: that process is gone (we hold the
         # writer lock), so its requests are offered again.

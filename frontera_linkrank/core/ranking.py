@@ -15,7 +15,7 @@ stored rankings cover what the crawl found, however short it was.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..scoring.ranker import (
@@ -48,13 +48,17 @@ class RankingSchedule:
         ``pages_crawled`` drives the schedule; ``rankings`` counts installs.
     now : float
         The clock at open.
+    keep : sequence of str
+        Ranking vectors to hold in memory (what the policy's keys and the
+        recrawler read); the others stay in the page database.
     """
 
-    def __init__(self, db: PageDB, settings: LinkRankSettings, counters: Counters, now: float) -> None:
+    def __init__(self, db: PageDB, settings: LinkRankSettings, counters: Counters, now: float,
+                 keep: Sequence[str] = ()) -> None:
         s = self.settings = settings
         self.db = db
         self.counters = counters
-        self.ranks = RankScores(load_stored(db) if s.RANK_ALGORITHMS else None)
+        self.ranks = RankScores(load_stored(db, keep) if s.RANK_ALGORITHMS else None, keep)
         self.config = RankConfig.from_settings(s) if s.RANK_ALGORITHMS else None
         self.ranker = BackgroundRanker(db, self.config) if self.config and s.RANK_BACKGROUND else None
         crawled = counters.get("pages_crawled", 0)
@@ -105,7 +109,7 @@ class RankingSchedule:
     def _install(self, ranking: Ranking, installed: Callable[[Ranking], None]) -> None:
         """Store a finished ranking and tell ``installed`` (re-keys the queue)."""
         store(self.db, ranking)
-        self.ranks.ranking = ranking
+        self.ranks.install(ranking)
         installed(ranking)
         self.counters.add("rankings")
         for name, info in ranking.info.items():

@@ -4,20 +4,35 @@ A page is in exactly one of: *queued* (waiting, in the priority queue),
 *waiting a retry* (its last fetch failed), *leased* (handed to the crawler)
 or *done* (crawled or given up; it left the frontier). The page state
 stored in the database is ``UNFETCHED`` for the first two, ``LEASED`` for
-the third; this module keeps the in-memory side: the queue, the deadlines
-and the counts that make ``finished()`` cheap.
+the third; this module keeps the in-memory side: the queue (bounded per host, see
+:mod:`.queue`), the deadlines and the counts that make ``finished()``
+cheap. Memory per page: one byte (queued or not).
 """
 
 from __future__ import annotations
 
 import collections
-import math
 from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
 from ..storage.vertices import LEASED, UNFETCHED, VertexTable
 from .queue import BestFirstQueue
+
+
+class HostLists(Protocol):
+    """Where a host's pages are listed (the page database's
+    :class:`~frontera_linkrank.storage.hostpages.HostPages`, through
+    :meth:`~frontera_linkrank.storage.pagedb.PageDB.host_pages_of`)."""
+
+    def pages_of(self, host: int) -> np.ndarray:
+        """Every page listed under ``host``."""
+        ...
+
+    def replace_pages(self, host: int, pages: np.ndarray) -> None:
+        """Make ``pages`` the whole list of ``host``."""
+        ...
 
 
 class Frontier:
@@ -26,34 +41,40 @@ class Frontier:
     Parameters
     ----------
     table : VertexTable
-        Page arrays (``state``, ``lease``, ``host`` are used).
+        Page arrays (``state``, ``host`` are used).
     priority : callable(idx ndarray) -> ndarray of float
         Current keys of pages (higher is fetched first).
     host_class : callable(host id) -> 0 or 1
         Class of a host for :class:`BestFirstQueue` offsets.
     tolerance : float
-        A queued page whose key rose is queued again only when it rose by
-        more than ``tolerance`` times its queued value (the key plus its
-        class offset, as the queue compares them; any rise of a value at
-        or below 0): each re-queue is a heap push, and cash keys rise with
-        every link to the page. The queued (lower) entry stays live, so
-        the page is fetched at most that much later in value order.
+        A page in its host's head whose key rose is queued again only when
+        it rose by more than ``tolerance`` times its queued value (the key
+        plus its class offset, as the queue compares them; any rise of a
+        value at or below 0): each re-queue is a heap push, and cash keys
+        rise with every link to the page. The queued (lower) entry stays
+        live, so the page is fetched at most that much later in value
+        order.
     offsets : callable() -> (float, float), optional
         The current class offsets (those given to :meth:`take`); needed
         with a tolerance when they are not 0.
+    lists : HostLists, optional
+        The hosts' page lists (default: found by scanning ``table``, for
+        small tables and tests).
     """
 
     def __init__(self, table: VertexTable, priority: Callable[[np.ndarray], np.ndarray],
                  host_class: Callable[[int], int] = lambda h: 0, tolerance: float = 0.0,
-                 offsets: Callable[[], tuple[float, float]] | None = None) -> None:
+                 offsets: Callable[[], tuple[float, float]] | None = None, lists: HostLists | None = None) -> None:
         self.table = table
         self.priority = priority
         self.host_class = host_class
         self.tolerance = float(tolerance)
         self.offsets = offsets
-        self._key = np.full(1024, np.nan)  # key of the live queue entry; nan: not queued
-        self.queue = BestFirstQueue(self._is_live)
+        self.lists = lists
+        self._queued = np.zeros(1024, np.uint8)  # 1: waiting in the queue (in a head or in its host's list)
+        self.queue = BestFirstQueue(self._refill, self._taken)
         self.leases = collections.deque()  # (lease time, page), in time order
+        self.lease_time: dict[int, float] = {}  # leased page -> when it was handed out
         self.retries = collections.deque()  # (ready time, page), in time order
         self._waiting = set()  # pages in self.retries
         self.n_queued = 0
@@ -61,14 +82,11 @@ class Frontier:
         self._classes = {}
         self._class_used = [False, False]
 
-    def _is_live(self, page, key):
-        return self._key[page] == key and self.table.state[page] == UNFETCHED
-
     def _ensure(self, n):
-        if n > len(self._key):
-            grown = np.full(max(n, 2 * len(self._key)), np.nan)
-            grown[: len(self._key)] = self._key
-            self._key = grown
+        if n > len(self._queued):
+            grown = np.zeros(max(n, 2 * len(self._queued)), np.uint8)
+            grown[: len(self._queued)] = self._queued
+            self._queued = grown
 
     def _classify(self, hosts):
         for h in set(hosts.tolist()) - self._classes.keys():
@@ -77,29 +95,59 @@ class Frontier:
             self._class_used[c] = True
             self.queue.set_host_class(h, c)
 
+    def _taken(self, page: int) -> None:
+        self._queued[page] = 0
+        self.n_queued -= 1
+
+    def _refill(self, host: int) -> tuple[np.ndarray, np.ndarray]:
+        """The waiting pages of ``host`` outside its head (which is empty
+        when the queue asks) and their keys; a list that is mostly done
+        is rewritten with only the pages that may still wait."""
+        t = self.table
+        if self.lists is not None:
+            listed = self.lists.pages_of(host).astype(np.int64)
+            listed = listed[listed < t.n]
+        else:
+            listed = np.flatnonzero(t.host[: t.n] == host)
+        pages = listed[self._queued[listed] == 1]
+        if self.lists is not None and len(listed) > 64 and 2 * len(pages) < len(listed):
+            state = t.state[listed]
+            self.lists.replace_pages(host, listed[(state == UNFETCHED) | (state == LEASED)])
+        return pages, self.priority(pages).astype(np.float64)
+
     # -- entering the queue --------------------------------------------------------
     def rebuild(self) -> None:
-        """Queue every ``UNFETCHED`` page afresh (at open, after a ranking)."""
+        """Queue every ``UNFETCHED`` page afresh (at open, when keys fell):
+        each host's floor is its best key; heads fill as hosts come up."""
         t = self.table
         n = t.n
         self._ensure(n)
-        self._key[:] = np.nan
+        self._queued[:] = 0
         pages = np.flatnonzero(t.state[:n] == UNFETCHED)
         if self._waiting:
             pages = np.setdiff1d(pages, np.fromiter(self._waiting, np.int64), assume_unique=True)
         keys = self.priority(pages).astype(np.float64)
         hosts = t.host[pages].astype(np.int64)
+        self._queued[pages] = 1
         self._classes = {}
         self._class_used = [False, False]
-        self._classify(hosts)
-        self.queue.rebuild(pages, hosts, keys)
-        self._key[pages] = keys
+        present = np.flatnonzero(np.bincount(hosts)) if len(hosts) else hosts
+        self._classify(present)
+        size = int(hosts.max()) + 1 if len(hosts) else 0
+        best = np.full(size, -np.inf)
+        np.maximum.at(best, hosts, keys)
+        first = np.full(size, np.iinfo(np.int64).max)
+        top = keys == best[hosts]
+        np.minimum.at(first, hosts[top], pages[top])  # ties: the page found first
+        self.queue.rebuild(present, best[present], first[present])
         self.n_queued = len(pages)
         self.n_leased = int((t.state[:n] == LEASED).sum())
 
     def offer(self, pages: object) -> None:
-        """(Re)queue ``UNFETCHED`` pages among ``pages`` whose key rose
-        (by more than the tolerance, for queued ones)."""
+        """(Re)queue ``UNFETCHED`` pages among ``pages``: a page new to the
+        queue, or whose key rose above its host's floor, joins its host's
+        head; one in the head whose key rose (by more than the tolerance)
+        is queued again."""
         t = self.table
         self._ensure(t.n)
         pages = np.asarray(pages, np.int64)
@@ -109,21 +157,30 @@ class Frontier:
         if not len(pages):
             return
         keys = self.priority(pages).astype(np.float64)
-        old = self._key[pages]
-        new = np.isnan(old)
-        up = new | (keys > self._requeue_above(old, pages) if self.tolerance else keys > old)
-        pages, keys = pages[up], keys[up]
-        if not len(pages):
-            return
         hosts = t.host[pages].astype(np.int64)
+        live = self.queue.live
+        old = np.fromiter((live.get(p, np.nan) for p in pages.tolist()), np.float64, len(pages))
+        in_head = ~np.isnan(old)
+        above = self.queue.beats_floor(pages, hosts, keys)
+        if in_head.any():
+            rises = keys > (self._requeue_above(old, pages) if self.tolerance else old)
+            enter = np.where(in_head, rises, above)
+        else:
+            enter = above
+        new = self._queued[pages] == 0
+        if new.any():
+            self._queued[pages[new]] = 1
+            self.n_queued += int(new.sum())
+        if not enter.any():
+            return
+        pages, hosts, keys = pages[enter], hosts[enter], keys[enter]
         self._classify(hosts)
-        self.n_queued += int(new[up].sum())
-        self._key[pages] = keys
         self.queue.push_many(pages, hosts, keys)
 
     def _requeue_above(self, old: np.ndarray, pages: np.ndarray) -> np.ndarray:
-        """The key above which a queued page is queued again (the tolerance;
-        nan for pages not queued, whose hosts may not be classified yet)."""
+        """The key above which a page in a head is queued again (the
+        tolerance; nan for pages not in a head, whose hosts may not be
+        classified yet)."""
         off = self.offsets() if self.offsets is not None else (0.0, 0.0)
         used = self._class_used
         if not (used[0] and used[1]) or off[0] == off[1]:
@@ -135,10 +192,11 @@ class Frontier:
         return np.where(value > 0, old + self.tolerance * value, old)
 
     def discard(self, page: int) -> None:
-        """A queued or waiting page was fetched without being handed out."""
-        if not math.isnan(self._key[page]):
-            self._key[page] = np.nan
+        """A queued or waiting page was fetched without being handed out, or given up."""
+        if page < len(self._queued) and self._queued[page]:
+            self._queued[page] = 0
             self.n_queued -= 1
+            self.queue.discard(page, int(self.table.host[page]))
         self._waiting.discard(page)
 
     # -- handing out -------------------------------------------------------------------
@@ -148,21 +206,19 @@ class Frontier:
         :meth:`PageLifecycle.take`). ``counts`` (host -> pages already in
         this batch) is updated."""
         counts = {} if counts is None else counts
-        pages = self.queue.pop_batch(n, skip_host, max_per_host, offsets, counts)
-        if pages:
-            self._key[np.asarray(pages, np.int64)] = np.nan
-            self.n_queued -= len(pages)
-        return pages
+        return self.queue.pop_batch(n, skip_host, max_per_host, offsets, counts)
 
     def leased(self, pages: list[int], now: float) -> None:
         """``pages`` were handed out at ``now`` (their state is LEASED)."""
         self.leases.extend((now, p) for p in pages)
+        self.lease_time.update((p, now) for p in pages)
         self.n_leased += len(pages)
 
     def lease_done(self, page: int) -> None:
         """A leased page was crawled or failed (its state is about to change)."""
         if self.table.state[page] == LEASED:
             self.n_leased -= 1
+        self.lease_time.pop(page, None)
 
     def expired(self, now: float, timeout: float) -> list[int]:
         """Pages whose lease is older than ``timeout`` and still current
@@ -171,7 +227,7 @@ class Frontier:
         out = []
         while self.leases and self.leases[0][0] <= now - timeout:
             when, page = self.leases.popleft()
-            if t.state[page] == LEASED and t.lease[page] == when:
+            if t.state[page] == LEASED and self.lease_time.get(page) == when:
                 out.append(page)
         return out
 

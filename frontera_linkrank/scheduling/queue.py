@@ -1,15 +1,31 @@
-"""Best-first frontier queue, grouped by host.
+"""Best-first frontier queue, grouped by host, with a bounded head per host.
 
-Each host has a heap of ``(-key, page)`` entries; a heap of hosts holds each
-host's best key. Taking the best page overall is O(log hosts + log pages),
-and a host that is overused (its downloader slot is busy) or has reached its
-per-batch cap is skipped as a whole, keeping its pages for later.
+Each host keeps in memory only its *head*: a heap of ``(-key, page)``
+entries for its best waiting pages, at most a few dozen (about the square
+root of its waiting pages, between :data:`HEAD_MIN` and :data:`HEAD_MAX`).
+Its other waiting pages stay where they are, listed under the host in the
+page database (:class:`~frontera_linkrank.storage.hostpages.HostPages`),
+and the host remembers one entry for them, its *floor*: the best of
+them as the heap orders entries (``(-key, page)``: higher key first,
+then the page found first), which none of them beats. A page whose key rises above its host's floor
+joins the head; when the head runs out, the host's list is read back, the
+keys computed afresh, and the best become the new head (a *refill*).
+Memory is then bounded per host, not per page.
+
+A heap of hosts (one per class, see below) holds each host's best key:
+its head's best, or its floor when the head is empty, an upper bound of
+what a refill will find; taking the best page overall is O(log hosts +
+log head). A host that is overused (its downloader slot is busy) or has
+reached its per-batch cap is skipped as a whole.
 
 Priorities only grow while a page waits (AOPIC cash accumulates), so the
-queue is *lazy*: raising a page's key pushes a new entry, and entries whose
-key is no longer the page's current key, or whose page left the frontier,
-are dropped when they surface. Ties go to the lower page index, i.e. the
-page discovered first.
+heads are *lazy*: raising a page's key pushes a new entry, and entries
+whose key is no longer the page's live key, or whose page left the
+queue, are dropped when they surface. Ties go to the lower page index,
+i.e. the page discovered first. A policy whose keys can fall rebuilds the
+queue (:meth:`BestFirstQueue.rebuild`): heads are emptied and each host's
+floor set to its best key, so the cost is one vectorised pass over the
+waiting pages and each host is refilled when it first comes up.
 
 Hosts belong to one of two classes whose keys are compared with an offset
 (``offsets[c]`` added to every key of class c). AOPIC needs it when ω's cash
@@ -20,24 +36,37 @@ is owed to some hosts' pages only (policy "hosts"): their keys are
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 
 import numpy as np
 
+HEAD_MIN = 4
+"""Entries a refill puts in a host's head, at least."""
+HEAD_MAX = 256
+"""... and at most (the head may grow to twice this before it is trimmed)."""
+
+
+Refill = Callable[[int], tuple[np.ndarray, np.ndarray]]
+"""``refill(host) -> (pages, keys)``: the host's waiting pages not in its
+head, with their current keys."""
+
 
 class BestFirstQueue:
-    """Lazy two-level priority queue of frontier pages.
+    """Best-first queue of frontier pages with bounded heads per host.
 
     Parameters
     ----------
-    is_live : callable(page, key) -> bool
-        True if ``key`` is still the page's current key and the page is
-        still waiting to be fetched.
+    refill : callable(host) -> (pages, keys)
+        The host's waiting pages outside its head, and their keys now.
+    taken : callable(page), optional
+        Told of each page as it is taken (before any later refill in the
+        same batch reads the host's list again).
 
     Examples
     --------
     >>> keys = {1: 0.5, 2: 0.9, 3: 0.1}
-    >>> q = BestFirstQueue(lambda p, k: keys.get(p) == k)
+    >>> q = BestFirstQueue(lambda h: (np.zeros(0, np.int64), np.zeros(0)))
     >>> for p, h in ((1, 0), (2, 0), (3, 1)):
     ...     q.push(p, h, keys[p])
     >>> q.pop_batch(2)
@@ -46,15 +75,21 @@ class BestFirstQueue:
     [3]
     """
 
-    def __init__(self, is_live: Callable[[int, float], bool]) -> None:
-        self._is_live = is_live
-        self._heaps: dict[int, list[tuple[float, int]]] = {}  # host -> [(-key, page)]
-        self._tops: tuple[list[tuple[float, int, int]], ...] = ([], [])  # per class: [(-best key, its page, host)]
+    def __init__(self, refill: Refill, taken: Callable[[int], None] | None = None) -> None:
+        self._refill = refill
+        self._taken = taken
+        self._heaps: dict[int, list[tuple[float, int]]] = {}  # host -> head [(-key, page)]
+        self.live: dict[int, float] = {}  # page in a head -> its live key
+        self._head_n: dict[int, int] = {}  # host -> pages in its head (live entries)
+        self.floor = np.full(16, -math.inf)  # host -> key of the best waiting page outside its head
+        self.floor_page = np.zeros(16, np.int64)  # ... and that page (ties: the lowest index)
+        self._tops: tuple[list[tuple[float, int, int]], ...] = ([], [])  # per class: [(-best key, page, host)]
         self._host_class: dict[int, int] = {}  # host -> 0 or 1
         # host -> (negkey, page) of its newest entry in a top heap: older
         # entries of the host that surface are dropped, not re-inserted.
         self._registered: dict[int, tuple[float, int]] = {}
-        self.entries = 0  # entries in all host heaps, live or stale
+        self.entries = 0  # entries in all heads, live or stale
+        self.refills = 0
 
     def __len__(self) -> int:
         return self.entries
@@ -63,97 +98,207 @@ class BestFirstQueue:
         """Put ``host`` in class ``cls`` (0 or 1): its entries queued from now on get ``offsets[cls]``."""
         self._host_class[host] = cls
 
+    def _floor_of(self, host: int) -> tuple[float, int] | None:
+        """The host's floor as a heap entry ``(-key, page)``, or None."""
+        if host < len(self.floor) and self.floor[host] > -math.inf:
+            return (-float(self.floor[host]), int(self.floor_page[host]))
+        return None
+
+    def _set_floor(self, host: int, entry: tuple[float, int] | None) -> None:
+        if host >= len(self.floor):
+            size = max(host + 1, 2 * len(self.floor))
+            floor = np.full(size, -math.inf)
+            floor[: len(self.floor)] = self.floor
+            page = np.zeros(size, np.int64)
+            page[: len(self.floor_page)] = self.floor_page
+            self.floor, self.floor_page = floor, page
+        if entry is None:
+            self.floor[host] = -math.inf
+        else:
+            self.floor[host], self.floor_page[host] = -entry[0], entry[1]
+
+    def beats_floor(self, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        """Whether each page's entry would come before its host's floor."""
+        out = np.ones(len(pages), bool)
+        known = hosts < len(self.floor)
+        h = hosts[known]
+        fk, k = self.floor[h], keys[known]
+        out[known] = (k > fk) | ((k == fk) & (pages[known] < self.floor_page[h]))
+        return out
+
+    def _leave_out(self, host: int, entry: tuple[float, int]) -> None:
+        """A waiting page with heap entry ``entry`` is left outside the head."""
+        floor = self._floor_of(host)
+        if floor is None or entry < floor:
+            self._set_floor(host, entry)
+
+    # -- entering ------------------------------------------------------------------
     def push(self, page: int, host: int, key: float) -> None:
-        """Offer ``page`` of ``host`` with priority ``key`` (higher first)."""
+        """Put ``page`` of ``host`` in its head with key ``key`` (higher first)."""
+        live = self.live
+        if page not in live:
+            self._head_n[host] = self._head_n.get(host, 0) + 1
+        live[page] = key
         heap = self._heaps.get(host)
         entry = (-key, page)
         if heap is None:
             self._heaps[host] = [entry]
-            self._register(host, entry)
         else:
             heapq.heappush(heap, entry)
-            if heap[0] is entry:  # new best of its host
-                self._register(host, entry)
         self.entries += 1
+        best = self._registered.get(host)
+        if best is None or entry < best:
+            self._register(host, entry)
+        if self._head_n[host] > 2 * HEAD_MAX:
+            self._trim(host)
 
     def _register(self, host: int, entry: tuple[float, int]) -> None:
         heapq.heappush(self._tops[self._host_class.get(host, 0)], entry + (host,))
         self._registered[host] = entry
 
     def push_many(self, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
-        """:meth:`push` for each ``pages[k]``, ``hosts[k]``, ``keys[k]`` in turn."""
-        # push() inlined: this runs once per link that raised a key.
-        heaps, register, heappush = self._heaps, self._register, heapq.heappush
-        get = heaps.get
+        """For each ``pages[k]``: into its host's head if ``keys[k]`` is above
+        the host's floor or the page is there already, else left to the
+        host's list (the floor already bounds it)."""
+        push, live = self.push, self.live
         for page, host, key in zip(pages.tolist(), hosts.tolist(), keys.tolist()):
-            entry = (-key, page)
-            heap = get(host)
-            if heap is None:
-                heaps[host] = [entry]
-                register(host, entry)
+            # The floor is read now: a trim while pushing may have raised it.
+            if page in live:
+                push(page, host, key)
             else:
-                heappush(heap, entry)
-                if heap[0] is entry:  # new best of its host
-                    register(host, entry)
-        self.entries += len(pages)
+                floor = self._floor_of(host)
+                if floor is None or (-key, page) < floor:
+                    push(page, host, key)
 
-    def rebuild(self, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
-        """Replace the contents with exactly these pages (numpy arrays)."""
+    def _trim(self, host: int) -> None:
+        """A head grown past twice :data:`HEAD_MAX`: keep its best
+        :data:`HEAD_MAX`, leave the rest to the host's list (floor raised)."""
+        live = self.live
+        heap = self._heaps[host]
+        entries = sorted({(-live[p], p) for _, p in heap if p in live})
+        keep, drop = entries[:HEAD_MAX], entries[HEAD_MAX:]
+        for _, p in drop:
+            del live[p]
+        self.entries += len(keep) - len(heap)
+        self._heaps[host] = keep  # sorted ascending: a valid heap
+        self._head_n[host] = len(keep)
+        if drop:
+            self._leave_out(host, drop[0])
+
+    def discard(self, page: int, host: int) -> None:
+        """``page`` of ``host`` left the queue (fetched without being
+        handed out, given up): its head entry, if any, is now stale."""
+        if self.live.pop(page, None) is not None:
+            self.forget_head_page(host)
+
+    def forget_head_page(self, host: int) -> None:
+        """A page of ``host``'s head left it (bookkeeping of the head size)."""
+        n = self._head_n.get(host, 0)
+        if n > 1:
+            self._head_n[host] = n - 1
+        else:
+            self._head_n.pop(host, None)
+
+    def rebuild(self, hosts: np.ndarray, best: np.ndarray, best_page: np.ndarray) -> None:
+        """Empty every head; host ``hosts[k]`` has waiting pages whose best is
+        page ``best_page[k]`` with key ``best[k]`` (its floor): it is
+        refilled when it comes up."""
         self._heaps = {}
+        self.live = {}
+        self._head_n = {}
         self._tops = ([], [])
         self._registered = {}
-        self.entries = len(pages)
-        if not len(pages):
-            return
-        order = np.lexsort((pages, -keys, hosts))
-        pages, hosts, keys = pages[order], hosts[order], keys[order]
-        cuts = np.flatnonzero(np.diff(hosts)) + 1
-        starts = [0, *cuts.tolist()]
-        ends = [*cuts.tolist(), len(pages)]
-        entries = list(zip((-keys).tolist(), pages.tolist()))
-        heaps, tops, registered = self._heaps, self._tops, self._registered
+        self.entries = 0
+        size = max(16, int(hosts.max()) + 1) if len(hosts) else 16
+        self.floor = np.full(max(size, len(self.floor)), -math.inf)
+        self.floor_page = np.zeros(len(self.floor), np.int64)
+        self.floor[hosts] = best
+        self.floor_page[hosts] = best_page
         cls = self._host_class.get
-        for a, b, host in zip(starts, ends, hosts[starts].tolist()):
-            # A list sorted ascending is a valid heap.
-            heap = heaps[host] = entries[a:b]
-            best = heap[0]
-            tops[cls(host, 0)].append(best + (host,))
-            registered[host] = best
-        for top in self._tops:
+        tops = self._tops
+        for h, key, page in zip(hosts.tolist(), best.tolist(), best_page.tolist()):
+            entry = (-key, page)
+            tops[cls(h, 0)].append(entry + (h,))
+            self._registered[h] = entry
+        for top in tops:
             heapq.heapify(top)
 
+    # -- leaving ------------------------------------------------------------------
+    def _fill(self, host: int) -> None:
+        """Refill ``host``'s (empty) head from its list: the best
+        ``sqrt(waiting)`` (within :data:`HEAD_MIN`, :data:`HEAD_MAX`) join
+        it; the floor becomes the best left outside."""
+        pages, keys = self._refill(host)
+        self.refills += 1
+        self._set_floor(host, None)
+        if not len(pages):
+            return
+        k = min(len(pages), max(HEAD_MIN, min(HEAD_MAX, math.isqrt(len(pages)))))
+        if k < len(pages):
+            order = np.lexsort((pages, -keys))  # the heap's order: key, then page
+            rest = order[k]
+            self._set_floor(host, (-float(keys[rest]), int(pages[rest])))
+            pages, keys = pages[order[:k]], keys[order[:k]]
+        heap = self._heaps.setdefault(host, [])
+        live = self.live
+        for p, key in zip(pages.tolist(), keys.tolist()):
+            if p not in live:
+                self._head_n[host] = self._head_n.get(host, 0) + 1
+            live[p] = key
+            heap.append((-key, p))
+        heapq.heapify(heap)
+        self.entries += len(pages)
+
     def _clean_host(self, host: int) -> list[tuple[float, int]] | None:
-        """Drop stale entries from the top of a host heap; return it (or None)."""
+        """Drop stale entries from the top of a host's head; return it (or None)."""
         heap = self._heaps.get(host)
         if heap is None:
             return None
-        is_live = self._is_live
-        while heap and not is_live(heap[0][1], -heap[0][0]):
+        live = self.live
+        while heap and live.get(heap[0][1]) != -heap[0][0]:
             heapq.heappop(heap)
             self.entries -= 1
         if not heap:
             del self._heaps[host]
+            self._head_n.pop(host, None)
             return None
         return heap
 
+    def _best(self, host: int) -> tuple[tuple[float, int] | None, bool]:
+        """``(entry, from_head)``: the host's best entry, its head's, or its
+        floor when its head is empty (None if it has nothing)."""
+        heap = self._clean_host(host)
+        if heap is not None:
+            return heap[0], True
+        return self._floor_of(host), False
+
     def _peek(self, cls: int) -> tuple[float, int, int] | None:
         """Valid best ``(negkey, page, host)`` of a class, dropping stale
-        host entries."""
+        host entries and refilling a host whose floor comes up."""
         top = self._tops[cls]
         while top:
             negkey, page, host = top[0]
-            heap = self._clean_host(host)
-            if heap is None:
+            best, in_head = self._best(host)
+            if best is None:
                 heapq.heappop(top)
                 self._registered.pop(host, None)
-            elif heap[0] == (negkey, page):
-                return top[0]
-            elif self._registered.get(host) == heap[0]:
+            elif best == (negkey, page):
+                if in_head:
+                    return top[0]
+                self._fill(host)  # its floor came up: read its list back
+                best, _ = self._best(host)
+                if best is None:
+                    heapq.heappop(top)
+                    self._registered.pop(host, None)
+                else:
+                    heapq.heapreplace(top, best + (host,))
+                    self._registered[host] = best
+            elif self._registered.get(host) == best:
                 heapq.heappop(top)  # superseded: the host's newer entry is in a top heap
             else:
                 # The host's best changed since this entry; fix it.
-                heapq.heapreplace(top, heap[0] + (host,))
-                self._registered[host] = heap[0]
+                heapq.heapreplace(top, best + (host,))
+                self._registered[host] = best
         return None
 
     def pop_batch(
@@ -174,6 +319,7 @@ class BestFirstQueue:
         out: list[int] = []
         set_aside: list[tuple[int, tuple[float, int, int]]] = []
         counts = {} if counts is None else counts
+        live = self.live
         while len(out) < n:
             best = None
             for cls in (0, 1):
@@ -194,17 +340,25 @@ class BestFirstQueue:
             heap = self._heaps[host]
             _, page = heapq.heappop(heap)
             self.entries -= 1
+            del live[page]
+            self.forget_head_page(host)
+            if self._taken is not None:
+                self._taken(page)
             out.append(page)
             counts[host] = counts.get(host, 0) + 1
-            if heap:  # its next entry is validated when it surfaces (_peek)
-                self._register(host, heap[0])
-            else:
+            nxt = heap[0] if heap else None
+            if nxt is None:
                 del self._heaps[host]
+                nxt = self._floor_of(host)
+            if nxt is not None:  # validated when it surfaces (_peek)
+                self._register(host, nxt)
+            else:
                 self._registered.pop(host, None)
         for cls, entry in set_aside:
             heapq.heappush(self._tops[cls], entry)
         return out
 
     def hosts(self) -> list[int]:
-        """Hosts with entries (live or not yet cleaned)."""
-        return list(self._heaps)
+        """Hosts with a head (live or not yet cleaned) or pages outside it."""
+        outside = np.flatnonzero(self.floor > -math.inf).tolist()
+        return sorted(set(self._heaps) | set(outside))

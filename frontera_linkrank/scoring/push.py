@@ -60,6 +60,10 @@ from ..numeric import unique
 class PushRank:
     """The push estimate of the known graph's PageRank (module docstring).
 
+    Memory: ``r`` (8 bytes) and a row slot (4 bytes) per known page; ``x``
+    and the row's place (20 bytes) per crawled page; 4 bytes per link of a
+    crawled page (the rows, as page indices).
+
     Parameters
     ----------
     damping : float
@@ -78,11 +82,13 @@ class PushRank:
         self.threshold = float(threshold)
         self.max_rounds = int(max_rounds)
         self.n = 0
-        self.x = np.zeros(1024)
         self.r = np.zeros(1024)
-        self.start = np.zeros(1024, np.int64)  # row of a crawled page: pool[start : start + deg]
-        self.deg = np.full(1024, -1, np.int64)  # -1: not crawled (dangling, never pushed)
-        self.pool = np.zeros(4096, np.int64)
+        self.slot = np.zeros(1024, np.uint32)  # page -> its row's slot; 0: no row (never pushed)
+        self.n_slots = 1  # slot 0 is "no row"
+        self.xs = np.zeros(1024)  # slot -> x of its page
+        self.start = np.zeros(1024, np.int64)  # slot -> its row: pool[start : start + deg]
+        self.deg = np.zeros(1024, np.uint32)  # slot -> out-degree
+        self.pool = np.zeros(4096, np.uint32)
         self.n_edges = 0
         self.mass = 0.0  # sum of x + r over the known pages, kept as it changes
         self.pushes = 0  # pages pushed, in total
@@ -95,13 +101,10 @@ class PushRank:
         """Pages up to ``n`` are known (new ones bring their teleport mass)."""
         if n <= self.n:
             return
-        if n > len(self.x):
-            size = max(n, 2 * len(self.x))
-            for name, fill in (("x", 0.0), ("r", 0.0), ("start", 0), ("deg", -1)):
-                old = getattr(self, name)
-                grown = np.full(size, fill, old.dtype)
-                grown[: len(old)] = old
-                setattr(self, name, grown)
+        if n > len(self.r):
+            size = max(n, 2 * len(self.r))
+            self.r = _grown(self.r, size)
+            self.slot = _grown(self.slot, size)
         self.r[self.n : n] = 1.0
         self.mass += n - self.n
         self.n = n
@@ -126,16 +129,56 @@ class PushRank:
         self.grow(top)
         total = int(lens.sum())
         if self.n_edges + total > len(self.pool):
-            grown = np.zeros(max(self.n_edges + total, 2 * len(self.pool)), np.int64)
-            grown[: self.n_edges] = self.pool[: self.n_edges]
-            self.pool = grown
+            self._compact(total)
         if total:
             self.pool[self.n_edges : self.n_edges + total] = dst
-        starts = self.n_edges + np.concatenate(([0], np.cumsum(lens)[:-1]))
+        slots = self.slot[pages].astype(np.int64)
+        new = slots == 0
+        k = int(new.sum())
+        if k:
+            if self.n_slots + k > len(self.xs):
+                size = max(self.n_slots + k, 2 * len(self.xs))
+                self.xs, self.start, self.deg = (_grown(a, size) for a in (self.xs, self.start, self.deg))
+            slots[new] = np.arange(self.n_slots, self.n_slots + k)
+            self.slot[pages[new]] = slots[new]
+            self.n_slots += k
+        self.start[slots] = self.n_edges + np.concatenate(([0], np.cumsum(lens)[:-1]))
+        self.deg[slots] = lens
         self.n_edges += total
-        self.start[pages] = starts
-        self.deg[pages] = lens
         self._pending = np.concatenate((self._pending, pages))
+
+    def _compact(self, more: int) -> None:
+        """Room for ``more`` links: drop the rows pages were read again
+        since (the pool keeps only current rows), then grow if need be."""
+        live = int(self.deg[1 : self.n_slots].sum())
+        if live + more > len(self.pool) // 2:
+            pool = np.zeros(max(live + more, 2 * len(self.pool)), np.uint32)
+        else:
+            pool = np.zeros(len(self.pool), np.uint32)
+        slots = np.arange(1, self.n_slots)
+        deg = self.deg[slots].astype(np.int64)
+        pool[:live] = self._gather(slots, deg)
+        self.start[slots] = np.concatenate(([0], np.cumsum(deg)[:-1]))
+        self.pool, self.n_edges = pool, live
+
+    def rows_of(self, pages: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(pages with a row, their rows concatenated)`` among ``pages``."""
+        pages = np.asarray(pages, np.int64)
+        slots = self.slot[pages].astype(np.int64)
+        has = slots > 0
+        slots = slots[has]
+        return pages[has], self._gather(slots, self.deg[slots].astype(np.int64))
+
+    def _gather(self, slots: np.ndarray, deg: np.ndarray) -> np.ndarray:
+        """Rows of ``slots`` (out-degrees ``deg``) concatenated, as int64."""
+        offsets = np.repeat(self.start[slots] - np.concatenate(([0], np.cumsum(deg)[:-1])), deg)
+        return self.pool[offsets + np.arange(int(deg.sum()))].astype(np.int64)
+
+    def has_row(self, idx: np.ndarray | None = None) -> np.ndarray:
+        """Whether each page of ``idx`` (default: all known) has a row of
+        out-links (it was crawled); pages without one are never pushed."""
+        slot = self.slot[: self.n] if idx is None else self.slot[np.asarray(idx, np.int64)]
+        return slot > 0
 
     # -- pushing -------------------------------------------------------------------------
     def push(self, signed: bool = False) -> np.ndarray:
@@ -144,28 +187,28 @@ class PushRank:
         (the frontier re-keys the uncrawled ones). ``signed`` pushes
         residuals below ``-threshold`` too: values then fall as well as
         rise (the caller rebuilds its queue)."""
-        d, eps, r, x = self.damping, self.threshold, self.r, self.x
+        d, eps, r = self.damping, self.threshold, self.r
         cand = unique(self._pending) if len(self._pending) else self._pending
         self._pending = np.zeros(0, np.int64)
         raised = []
         for _ in range(self.max_rounds):
             if len(cand):
                 over = np.abs(r[cand]) > eps if signed else r[cand] > eps
-                act = cand[(self.deg[cand] > 0) & over]
+                act = cand[(self.deg[self.slot[cand]] > 0) & over]  # slot 0 has degree 0
             else:
                 act = cand
             if not len(act):
                 break
             amount = r[act]
-            x[act] += amount
+            slots = self.slot[act].astype(np.int64)
+            self.xs[slots] += amount
             r[act] = 0.0
-            deg = self.deg[act]
-            total = int(deg.sum())
-            dst = self._rows(act, deg)
+            deg = self.deg[slots].astype(np.int64)
+            dst = self._gather(slots, deg)
             np.add.at(r, dst, np.repeat(d * amount / deg, deg))
             self.mass += d * float(amount.sum())  # r_u moved into x_u, d * r_u on to the links
             self.pushes += len(act)
-            self.push_edges += total
+            self.push_edges += len(dst)
             cand = unique(dst)
             raised.append(cand)
         else:
@@ -174,20 +217,15 @@ class PushRank:
             return np.zeros(0, np.int64)
         return unique(np.concatenate(raised))
 
-    def _rows(self, pages: np.ndarray, deg: np.ndarray) -> np.ndarray:
-        """The rows of ``pages`` (out-degrees ``deg``) concatenated:
-        ``pool[start_k : start_k + deg_k]`` for each k."""
-        offsets = np.repeat(self.start[pages] - np.concatenate(([0], np.cumsum(deg)[:-1])), deg)
-        return self.pool[offsets + np.arange(int(deg.sum()))]
-
     def spread(self, v: np.ndarray) -> np.ndarray:
         """``d * P^T v`` over the known graph: what the crawled pages pass
         to their links when they hold ``v`` (length :attr:`n`)."""
         n = self.n
-        crawled = np.flatnonzero(self.deg[:n] > 0)
-        deg = self.deg[crawled]
+        crawled = np.flatnonzero(self.deg[self.slot[:n]])
+        slots = self.slot[crawled].astype(np.int64)
+        deg = self.deg[slots].astype(np.int64)
         w = np.repeat(self.damping * v[crawled] / deg, deg)
-        return np.bincount(self._rows(crawled, deg), weights=w, minlength=n)[:n]
+        return np.bincount(self._gather(slots, deg), weights=w, minlength=n)[:n]
 
     def anchor(self, ranking: np.ndarray) -> None:
         """Start again from an exact ranking of the known graph.
@@ -215,26 +253,35 @@ class PushRank:
         if not len(owed):
             return
         s = 1.0 / float(np.median(owed))
-        x = np.where(self.deg[:n] > 0, s * v, 0.0)
-        self.x[:n] = x
-        self.r[:n] = 1.0 + s * passed - x
-        self.mass = math.fsum(self.x[:n] + self.r[:n])
-        self._pending = np.flatnonzero(self.deg[:n] > 0)
+        crawled = np.flatnonzero(self.slot[:n])
+        x = s * v[crawled]
+        self.xs[self.slot[crawled].astype(np.int64)] = x
+        np.multiply(passed, s, out=passed)
+        passed += 1.0
+        passed[crawled] -= x
+        self.r[:n] = passed
+        self.mass = math.fsum(x) + math.fsum(self.r[:n])
+        self._pending = crawled[self.deg[self.slot[crawled]] > 0]
         self.push(signed=True)
         self.anchors += 1
 
     # -- reading ---------------------------------------------------------------------------
+    def x(self, idx: np.ndarray | None = None) -> np.ndarray:
+        """``x`` of pages ``idx`` (default: all known): what they have pushed on."""
+        slot = self.slot[: self.n] if idx is None else self.slot[np.asarray(idx, np.int64)]
+        return self.xs[slot]  # slot 0's x is 0
+
     def values(self, idx: np.ndarray) -> np.ndarray:
         """``x + r`` of pages ``idx`` (unnormalised: a page's teleport mass is 1)."""
         idx = np.asarray(idx, np.int64)
         if len(idx) and int(idx.max()) >= self.n:
             self.grow(int(idx.max()) + 1)
-        return self.x[idx] + self.r[idx]
+        return self.xs[self.slot[idx]] + self.r[idx]
 
     def normalised(self, idx: np.ndarray | None = None) -> np.ndarray:
         """The estimate as PageRank of the known graph (sums to 1 over the known pages)."""
         n = self.n
-        v = self.x[:n] + self.r[:n]
+        v = self.x() + self.r[:n]
         total = math.fsum(v)
         v = v / total if total > 0 else v
         return v if idx is None else v[np.asarray(idx, np.int64)]
@@ -243,4 +290,11 @@ class PushRank:
         """Threshold, total pushes and links pushed along, residual left."""
         return {"push_threshold": self.threshold, "pushes": self.pushes, "push_edges": self.push_edges,
                 "push_anchors": self.anchors,
-                "push_residual": float(self.r[: self.n][self.deg[: self.n] > 0].sum())}
+                "push_residual": float(self.r[: self.n][self.slot[: self.n] > 0].sum())}
+
+
+def _grown(a: np.ndarray, size: int) -> np.ndarray:
+    """``a`` in an array of ``size`` (zeros beyond)."""
+    out = np.zeros(size, a.dtype)
+    out[: len(a)] = a
+    return out

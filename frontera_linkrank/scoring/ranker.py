@@ -181,6 +181,8 @@ def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None =
                 logger.warning("personalised PageRank: no page has a positive content score yet; uniform teleport")
                 teleport = None
         x0 = previous.vectors.get("pagerank") if previous is not None else None
+        if x0 is None:  # the stored one: the scheduler need not hold it
+            x0, _ = db.read_scores("pagerank", txn)
         if x0 is not None:
             x0 = np.concatenate([x0[:n], np.full(max(0, n - len(x0)), 1.0 / max(n, 1))])
         r = pagerank(links, config.damping, teleport, config.tol, config.max_iter, x0=x0, callback=callback)
@@ -216,22 +218,30 @@ def store(db: PageDB, ranking: Ranking) -> None:
         db.write_scores({name: values}, ranking.info.get(name, {}))
 
 
-def load_stored(db: PageDB) -> Ranking | None:
+VECTORS = ("pagerank", "authority", "hub")
+"""The vectors a ranking stores (``"hits"`` gives authority and hub)."""
+
+
+def load_stored(db: PageDB, names: Sequence[str] = VECTORS) -> Ranking | None:
     """The rankings stored in ``db`` as one :class:`Ranking` (vectors may
-    cover different numbers of pages), or None."""
+    cover different numbers of pages) holding the vectors ``names`` (the
+    info of every stored one), or None."""
     vectors: dict[str, np.ndarray] = {}
     info: dict[str, dict[str, Any]] = {}
     with db.snapshot() as txn:
-        for name in ("pagerank", "authority", "hub"):
-            values, meta = db.read_scores(name, txn)
-            if values is not None:
-                vectors[name] = values
-                info[name] = meta or {}
-    if not vectors:
+        for name in VECTORS:
+            meta = db.score_info(name, txn)
+            if meta is not None:
+                info[name] = meta
+                if name in names:
+                    values, _ = db.read_scores(name, txn)
+                    if values is not None:
+                        vectors[name] = values
+    if not info:
         return None
     version = max(int(m.get("version", 0)) for m in info.values())
     when = max(float(m.get("time", 0)) for m in info.values())
-    return Ranking(version, when, max(len(v) for v in vectors.values()), vectors, info)
+    return Ranking(version, when, max(int(m.get("n_pages", 0)) for m in info.values()), vectors, info)
 
 
 class BackgroundRanker:
@@ -307,11 +317,21 @@ class RankScores:
     defined value for pages discovered after the ranking was computed.
 
     ``values(name, idx)`` is the stored score for pages the ranking
-    covered and ``fill`` (default 0) for newer pages, never nan.
+    covered and ``fill`` (default 0) for newer pages, never nan. Only the
+    vectors named in ``keep`` are held in memory (the others are in the
+    page database): what the crawl policy's keys and the recrawler read.
     """
 
-    def __init__(self, ranking: Ranking | None = None) -> None:
-        self.ranking = ranking
+    def __init__(self, ranking: Ranking | None = None, keep: Sequence[str] = VECTORS) -> None:
+        self.keep = tuple(keep)
+        self.ranking: Ranking | None = None
+        if ranking is not None:
+            self.install(ranking)
+
+    def install(self, ranking: Ranking) -> None:
+        """Hold ``ranking`` (its vectors in ``keep``)."""
+        vectors = {k: v for k, v in ranking.vectors.items() if k in self.keep}
+        self.ranking = Ranking(ranking.version, ranking.time, ranking.n_pages, vectors, ranking.info)
 
     @property
     def n(self) -> int:

@@ -21,7 +21,7 @@ from .errors import CorruptDatabase, PageDBError
 
 SCHEMA_NAME = "frontera_linkrank.pagedb"
 SCHEMA_VERSION = 2  # 2: page field "rate", tables "visits" and "validators"
-STORAGE_KEYS = frozenset({"schema", "version", "created", "n_pages", "edge_seq", "vlog_seq"})
+STORAGE_KEYS = frozenset({"schema", "version", "created", "n_pages", "edge_seq", "vlog_seq", "host_lists"})
 
 
 def new_document() -> dict[str, Any]:

@@ -10,6 +10,8 @@ Named databases inside the environment:
 ``hosts``      host name -> host id, see :mod:`.hosts`
 ``edges``      blocks of out-links, see :mod:`.edges`
 ``scores``     named float vectors (PageRank, HITS), see :mod:`.vectors`
+``hostpages``  the pages of each host, where the frontier finds a host's
+               waiting pages again, see :mod:`.hostpages`
 
 and the side tables of the features (:mod:`.sidetable`), keyed by page index:
 
@@ -42,6 +44,7 @@ from .edges import EdgeStore
 from .environment import TABLES, begin_read
 from .errors import LMDB_DAMAGE, CorruptDatabase, DiskFullError, PageDBError, WriteError, WriterLockedError
 from .features import VISIT, FeatureTables
+from .hostpages import HostPages
 from .hosts import HostTable
 from .keys import page_key, page_keys
 from .lock import WriterLock
@@ -56,7 +59,7 @@ from .vertices import RECORD, VertexTable, check_records
 logger = logging.getLogger(__name__)
 
 # Tables of storage itself: not side tables.
-_OWN_TABLES = frozenset(("meta", "vertices", "vlog", "urls", "hosts", "edges", "scores"))
+_OWN_TABLES = frozenset(("meta", "vertices", "vlog", "urls", "hosts", "edges", "scores", "hostpages"))
 
 
 class PageDB(FeatureTables):
@@ -145,6 +148,7 @@ class PageDB(FeatureTables):
         self.edges = EdgeStore(dbs[b"edges"])
         self._log = PageLog(dbs[b"vertices"], dbs[b"vlog"], checkpoint_bytes)
         self._hosts = HostTable(dbs[b"hosts"])
+        self._host_pages = HostPages(environment.table_handle(self.env, dbs, b"hostpages", self.readonly))
         self._meta = MetaDocument({})
         self._urls = self._declare("urls", Text(), append=True)
         self._declare_feature_tables()
@@ -170,7 +174,17 @@ class PageDB(FeatureTables):
         self._fp_index: dict[bytes, int] | None = None
         for table in self._tables.values():
             table.discard()
+        self._host_pages.discard()
         self._committed_n = self.n_pages
+        if not self.readonly and self.n_pages and not self._meta.get("host_lists"):
+            self._list_hosts()
+
+    def _list_hosts(self) -> None:
+        """A database written before pages were listed by host: list them
+        (once; written with the next commit)."""
+        v, n = self.vertices, self.n_pages
+        order = np.argsort(v.host[:n], kind="stable")
+        self._host_pages.add(v.host[:n][order], order)
 
     def _load(self, txn: Any) -> None:
         try:
@@ -328,9 +342,19 @@ class PageDB(FeatureTables):
         if k:
             v.fp[start : start + k] = np.frombuffer(b"".join(fps), "V20")
             v.host[start : start + k] = hosts
+            self._host_pages.add(v.host[start : start + k], np.arange(start, start + k))
         self.fp_index.update(zip(fps, range(start, start + k)))
         self._urls.put_many(range(start, start + k), urls)
         return start
+
+    def pages_of(self, host: int) -> np.ndarray:
+        """Every page listed under ``host`` (committed, and this batch's)."""
+        with self.snapshot() as txn, self._damage("host page lists"):
+            return self._host_pages.pages(txn, host)
+
+    def replace_pages(self, host: int, pages: np.ndarray) -> None:
+        """Make ``pages`` the whole list of ``host`` (written at the next commit)."""
+        self._host_pages.replace(host, pages)
 
     def touch(self, idx: int | np.ndarray | list[int]) -> None:
         """Mark pages (an index or an array of indices) changed in this batch."""
@@ -436,11 +460,13 @@ class PageDB(FeatureTables):
         n = self.vertices.n
         plan = self._log.plan(self.vertices, self._committed_n, int(doc.get("vlog_seq", 0)))
         doc["n_pages"] = n
+        doc["host_lists"] = 1
 
         def write(txn: Any) -> Callable[[], None]:
             for table in self._tables.values():
                 table.write(txn)
             self._hosts.write(txn)
+            self._host_pages.write(txn)
             self._log.write(txn, self.vertices, plan)
             installed, doc["edge_seq"] = self.edges.write(txn)
             doc["vlog_seq"] = plan.seq
@@ -450,6 +476,7 @@ class PageDB(FeatureTables):
         self._write(write)()
         self._log.written(plan)
         self._hosts.written()
+        self._host_pages.written()
         for table in self._tables.values():
             table.discard()
         self._meta.install(doc)

@@ -102,6 +102,10 @@ class Policy:
         The value of ``LINKRANK_POLICY``.
     rankings : tuple of str
         Periodic rankings the policy needs (``"pagerank"``, ``"hits"``).
+    vectors : tuple of str
+        Ranking vectors its keys read (``"pagerank"``, ``"authority"``,
+        ``"hub"``), held in memory; :meth:`on_ranking` sees every vector
+        of a new ranking either way.
     cash_keys : bool
         Keys are AOPIC cash, so hosts are split into the classes of
         :func:`host_class` and small rises are not requeued
@@ -116,6 +120,7 @@ class Policy:
 
     name: ClassVar[str] = ""
     rankings: ClassVar[tuple[str, ...]] = ()
+    vectors: ClassVar[tuple[str, ...]] = ()
     cash_keys: ClassVar[bool] = False
     uses_hints: ClassVar[bool] = False
     estimate_name: ClassVar[str] = "importance"

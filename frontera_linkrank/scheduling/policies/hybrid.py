@@ -25,6 +25,7 @@ class HybridPolicy(Policy):
 
     name = "hybrid"
     rankings = ("pagerank",)
+    vectors = ("pagerank",)
     cash_keys = True
     estimate_name = "pagerank"
 

@@ -56,8 +56,9 @@ class PushPolicy(Policy):
             lens = np.diff(a.indptr)[crawled]
             starts = np.repeat(a.indptr[crawled] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
             push.read_flat(crawled, lens, a.indices[starts + np.arange(int(lens.sum()))].astype(np.int64))
-            if ctx.ranks.n:
-                push.anchor(ctx.ranks.values("pagerank", np.arange(ctx.ranks.n), fill=0.0))
+            stored, _ = db.read_scores("pagerank")
+            if stored is not None:
+                push.anchor(stored)
             push.push()
 
     def keys(self, idx: np.ndarray) -> np.ndarray:

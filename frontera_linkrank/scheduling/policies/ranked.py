@@ -23,6 +23,7 @@ class PageRankPolicy(Policy):
 
     name = "pagerank"
     rankings = ("pagerank",)
+    vectors = ("pagerank",)
     estimate_name = "pagerank"
 
     def keys(self, idx: np.ndarray) -> np.ndarray:
@@ -40,4 +41,5 @@ class HitsPolicy(PageRankPolicy):
 
     name = "hits"
     rankings = ("hits",)
+    vectors = ("authority",)
     estimate_name = "authority"
