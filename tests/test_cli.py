@@ -22,7 +22,7 @@ from frontera_linkrank.cli.main import main as frontera_linkrank
 from frontera_linkrank.simulation.crawl import simulate
 from frontera_linkrank.simulation.graphs import load_hollins
 from frontera_linkrank.storage.pagedb import PageDB, page_key
-from frontera_linkrank.storage.vertices import CRAWLED, F_SEED, LEASED
+from frontera_linkrank.storage.vertices import COLD_RECORD, CRAWLED, F_SEED, HOT_RECORD, LEASED
 from test_cli_import_rank import reference_pagerank
 
 TOOLS = ["page_db_seeds", "page_db_dump", "page_db_find", "page_db_links", "page_db_path", "page_db_stats",
@@ -293,11 +293,13 @@ def test_import_of_a_dump_pair_rebuilds_the_crawled_database(crawled, tmp_path, 
 
 def raw_env(db_path):
     env = lmdb.open(db_path, max_dbs=16)
-    return env, {n: env.open_db(n) for n in (b"meta", b"vlog", b"urls", b"edges", b"vertices")}
+    return env, {n: env.open_db(n) for n in (b"meta", b"vlog", b"urls", b"edges", b"vertices", b"pages")}
 
 
 def append_records(db_path, change):
-    """Append a record-log entry in which ``change(records)`` edited some pages."""
+    """Write, as a crawl would, pages whose records ``change(records)``
+    edited: their hot fields as a record-log entry, their cold fields
+    over their stored records."""
     with PageDB(db_path, readonly=True) as db:
         idx = np.arange(db.n_pages)
         recs = db.vertices.records(idx).copy()
@@ -308,8 +310,14 @@ def append_records(db_path, change):
         seq = meta.get("vlog_seq", 0)
         k = len(idx)
         pad = b"\0" * ((-4 * k) % 8)
-        entry = struct.pack("<8sQ", b"LRvlog01", k) + np.asarray(idx, "<u4").tobytes() + pad + recs[idx].tobytes()
+        hot, cold = np.empty(k, HOT_RECORD), np.empty(k, COLD_RECORD)
+        for part in (hot, cold):
+            for name in part.dtype.names:
+                part[name] = recs[name][idx]
+        entry = struct.pack("<8sQ", b"LRvlog01", k) + np.asarray(idx, "<u4").tobytes() + pad + hot.tobytes()
         txn.put(page_key(seq), entry, db=dbs[b"vlog"])
+        for i, rec in zip(idx, cold):
+            txn.put(page_key(i), rec.tobytes(), db=dbs[b"pages"])
         meta["vlog_seq"] = seq + 1
         txn.put(b"meta", json.dumps(meta).encode(), db=dbs[b"meta"])
     env.close()

@@ -17,6 +17,7 @@ from frontera_linkrank.storage.edges import EdgeStore, merge_rows
 from frontera_linkrank.storage.keys import page_key
 from frontera_linkrank.storage.pagedb import VISIT, PageDB, PageDBError, WriterLockedError
 from frontera_linkrank.storage.sidetable import Json, RecordLog
+from frontera_linkrank.storage.vertices import FIELD_NAMES
 from util import crawl, page_index, req
 
 LONG = "http://example.com/" + "x" * 1500 + "?q=" + "y" * 200  # well past LMDB's 511-byte keys
@@ -147,16 +148,17 @@ def test_record_log_and_checkpoint_give_the_same_table(make_backend, tmp_path):
             i = int(r.url.rsplit("/", 1)[1])
             crawl(b, r, [f"http://a.test/{3 * i + k}" for k in (1, 2, 3)] + ["http://a.test/0"])
     b.get_next_requests(0)
-    before = b.db.vertices.records(slice(0, b.db.n_pages)).copy()
+    v, n = b.db.vertices, b.db.n_pages
+    before = {name: np.asarray(getattr(v, name)[:n]).copy() for name in FIELD_NAMES}  # hot, and cold read back
     with b.db.env.begin() as txn:
         n_chunks = txn.stat(b.db.dbs[b"vertices"])["entries"]
         n_log = txn.stat(b.db.dbs[b"vlog"])["entries"]
     assert n_chunks > 0 and n_log > 0  # both a checkpoint and a log since
     b.frontier_stop()
     with PageDB(tmp_path / "db", readonly=True) as db:
-        after = db.vertices.records(slice(0, db.n_pages))
         # Leases are reset on the next writer open only; readers see them.
-        assert after.tobytes() == before.tobytes()
+        for name in FIELD_NAMES:
+            assert getattr(db.vertices, name)[:n].tobytes() == before[name].tobytes(), name
 
 
 def test_recrawl_replaces_out_links(make_backend):
@@ -304,7 +306,7 @@ def test_feature_tables_keep_their_encodings(tmp_path):
         assert msgpack.unpackb(raw(b"requests", 0), strict_map_key=False) == list(parts)
         meta = json.loads(txn.get(b"meta", db=env.open_db(b"meta", txn=txn, create=False)))
     env.close()
-    assert meta["counters"] == {"pages_crawled": 1} and meta["n_pages"] == 2 and meta["version"] == 2
+    assert meta["counters"] == {"pages_crawled": 1} and meta["n_pages"] == 2 and meta["version"] == 3
     assert meta["requests"] == {"format": "msgpack", "version": 1}
     with PageDB(path, readonly=True) as db, db.snapshot() as txn:
         assert db.error_message(1, txn) == ("é" * 3000).encode()[:4096].decode("utf-8", "replace")
@@ -361,3 +363,56 @@ def test_a_writer_opened_without_sizes_grows_and_checkpoints(tmp_path):
         pages = db.n_pages
     with PageDB(tmp_path / "db", readonly=True) as db:
         assert db.n_pages == pages
+
+
+def test_a_schema_2_database_is_read_and_upgraded_by_its_first_writer(make_backend, tmp_path):
+    """A database of schema 2 (whole page records in the record log, no
+    cold table, no fingerprint index): tools read it as it is; the first
+    writer rewrites it as schema 3 (hot and cold records, fingerprints,
+    host lists), every field kept; the crawl then goes on."""
+    from frontera_linkrank.storage.vertices import RECORD_V2
+
+    b = make_backend(POLICY="opic")
+    b.add_seeds([req("http://a.test/0")])
+    for _ in range(5):
+        for r in b.get_next_requests(10):
+            i = int(r.url.rsplit("/", 1)[1])
+            crawl(b, r, [f"http://a.test/{3 * i + k}" for k in (1, 2, 3)] + [f"http://b.test/{i}"])
+    b.get_next_requests(0)
+    b.frontier_stop()
+    path = str(tmp_path / "db")
+    with PageDB(path, readonly=True) as db:
+        n = db.n_pages
+        want = {name: getattr(db.vertices, name)[:n].copy() for name in FIELD_NAMES}
+    # Written as schema 2 wrote it.
+    env = lmdb.open(path, max_dbs=16)
+    with env.begin(write=True) as txn:
+        dbs = {name: env.open_db(name, txn=txn) for name in (b"meta", b"vertices", b"vlog", b"pages", b"fps",
+                                                             b"hostpages")}
+        for name in (b"vlog", b"pages", b"fps", b"hostpages", b"vertices"):
+            txn.drop(dbs[name], delete=name != b"vertices" and name != b"vlog")
+        old = np.empty(n, RECORD_V2)
+        for name in FIELD_NAMES:
+            old[name] = want[name]
+        old["flags"] &= 0xFF ^ 64  # schema 2 had no "crawled" flag
+        for c in range(0, n, 4096):
+            txn.put(page_key(c // 4096), old[c : c + 4096].tobytes(), db=dbs[b"vertices"])
+        meta = json.loads(txn.get(b"meta", db=dbs[b"meta"]))
+        meta.update(version=2, vlog_seq=0)
+        meta.pop("host_lists")
+        txn.put(b"meta", json.dumps(meta).encode(), db=dbs[b"meta"])
+    env.close()
+    with PageDB(path, readonly=True) as db:  # read as it is
+        assert db.meta["version"] == 2
+        for name in FIELD_NAMES:
+            assert np.array_equal(getattr(db.vertices, name)[:n], want[name], equal_nan=name not in ("fp",)), name
+    b = make_backend(POLICY="opic")  # the first writer upgrades it
+    assert b.db.meta["version"] == 3
+    for name in FIELD_NAMES:
+        got = np.asarray(getattr(b.db.vertices, name)[:n])
+        assert np.array_equal(got, want[name], equal_nan=name not in ("fp",)), name
+    assert b.db.find(bytes(want["fp"][7])) == 7
+    assert len(b.get_next_requests(100)) > 0  # the queue came back from the host lists
+    b.frontier_stop()
+    with PageDB(path, readonly=True) as db:
+        assert db.meta["version"] == 3 and db.n_pages >= n

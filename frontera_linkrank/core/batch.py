@@ -25,7 +25,7 @@ from ..scheduling.lifecycle import PageLifecycle
 from ..scheduling.policies import Batch, Policy
 from ..storage.pagedb import PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
-from ..storage.vertices import CRAWLED, F_NORM_HASH, F_REDIRECT, F_SEED
+from ..storage.vertices import CRAWLED, F_CRAWLED, F_NORM_HASH, F_REDIRECT, F_SEED, MAX_DEPTH
 from .codec import CONTENT_HASH_KEY, SCORE_KEY, OutgoingRequest
 from .counters import Counters
 from .inputs import as_float, body_bytes, content_hash_of, int_list, url_list, url_text
@@ -172,10 +172,10 @@ class BatchApplier:
         for k, (a, b) in enumerate(zip(pages, pages[1:])):
             code = reasons[k] if k < len(reasons) else 302
             hops.append((a, b, code if isinstance(code, int) and 300 <= code < 400 else 302))
-        v = self.db.vertices
+        v, cold = self.db.vertices, self.db.cold
         if hops and v.state[final] != CRAWLED and not (v.flags[final] & F_SEED):
             v.depth[final] = v.depth[pages[0]]
-            v.parent[final] = v.parent[pages[0]]
+            cold.set1("parent", final, cold.get1("parent", pages[0]))
         return final, hops
 
     def record_links(self, request: Any, links: list, now: float) -> None:
@@ -210,6 +210,38 @@ class BatchApplier:
         resolved = self.resolve(pending)
         self.read_pages(pending, resolved)
 
+    def _link_keys(self, pending: list[PendingRead]) -> list:
+        """The page key of every link of ``pending`` (None: a rejected
+        URL), per read, then a dict of the known pages among them (looked
+        up at once: one index read for the batch); the cold records of the
+        pages read are loaded with it."""
+        unhex = binascii.unhexlify
+        out: list = []
+        wanted: dict[bytes, None] = {}
+        for r in pending:
+            keys = []
+            for link in r.links:
+                fp = link.meta.get(b"fingerprint")
+                try:
+                    key = unhex(fp)
+                    if len(key) != 20:
+                        raise ValueError
+                except (TypeError, ValueError):
+                    try:
+                        key = fingerprint_key(fp) if isinstance(fp, (bytes, str)) else fingerprint(link.url)
+                    except RejectedURL as e:
+                        self.registry.reject(e, "link")
+                        key = None
+                keys.append(key)
+                wanted[key] = None
+            out.append(keys)
+        wanted.pop(None, None)
+        found = list(wanted)
+        known = {k: i for k, i in zip(found, self.db.find_many(found)) if i is not None}
+        self.db.cold.preload(np.fromiter((r.idx for r in pending), np.int64, len(pending)))
+        out.append(known)
+        return out
+
     def resolve(self, pending: list[PendingRead]) -> list:  # long: one pass per link, inline for speed
         """Map each pending page's links to page indices, creating new pages.
 
@@ -221,13 +253,14 @@ class BatchApplier:
         This loop runs once per link: keep it lean.
         """
         db, v = self.db, self.db.vertices
-        index_get = db.fp_index.get
+        keys_of = self._link_keys(pending)
+        index_get = keys_of.pop().get  # the known pages among the links' keys
+        cold = db.cold
         host_ids = db.host_ids
         budget = self.max_pages_per_host
         cap = self.max_links_per_page
         max_len = self.max_url_length
         host_known = self.registry.host_known
-        unhex = binascii.unhexlify
         weighted = self.aopic.weighted
         new_key, new_url, new_host, new_depth, new_parent, new_req = [], [], [], [], [], []
         batch_new = {}
@@ -235,33 +268,24 @@ class BatchApplier:
         next_idx = v.n
         out = []
         n_links = n_self = n_dup = n_over = 0
-        for r in pending:
+        for r, keys in zip(pending, keys_of):
             links = r.links
             if not links:
                 out.append(None)
                 continue
             src = r.idx
-            own = bytes(v.fp[src])
-            depth = int(v.depth[src]) + 1
+            own = cold.get1("fp", src)
+            depth = min(int(v.depth[src]) + 1, MAX_DEPTH)
             src_host = int(v.host[src])
             seen = {own}
             kids = []
             hints = None
             dropped = dropped_same = 0
             n_links += len(links)
-            for link in links:
+            for link, key in zip(links, keys):
+                if key is None:
+                    continue
                 meta = link.meta
-                fp = meta.get(b"fingerprint")
-                try:
-                    key = unhex(fp)
-                    if len(key) != 20:
-                        raise ValueError
-                except (TypeError, ValueError):
-                    try:
-                        key = fingerprint_key(fp) if isinstance(fp, (bytes, str)) else fingerprint(link.url)
-                    except RejectedURL as e:
-                        self.registry.reject(e, "link")
-                        continue
                 if key in seen:
                     if key == own:
                         n_self += 1
@@ -341,7 +365,7 @@ class BatchApplier:
                         self.registry.set_hint(j, hint)
             if r.redirect_to is not None:
                 kids = np.array([r.redirect_to], np.int64)
-            if r.status == 304 and v.n_crawls[i] and not r.late:
+            if r.status == 304 and v.flags[i] & F_CRAWLED and not r.late:
                 # Not modified: the page still links where it did.
                 kids = db.edges.pending_row(i)
                 if kids is None:
@@ -357,7 +381,7 @@ class BatchApplier:
                 kids = np.union1d(old, kids).astype(np.int64)
                 kids = kids[kids != i]
                 db.edges.add(i, kids)
-                v.n_out[i] = len(kids)
+                db.cold.set1("n_out", i, len(kids))
                 db.touch(i)
                 late.append(i)
                 late_kids.append(kids)
@@ -396,33 +420,34 @@ class BatchApplier:
         """Per-page fields of the pages read in this batch, and the depth,
         parent and hint their links imply (the recrawler records the
         visits first, from the fields as they were)."""
-        v = self.db.vertices
+        v, cold = self.db.vertices, self.db.cold
         reads, kids_list, idx = batch.reads, batch.rows, batch.pages
         when = np.fromiter((r.when for r in reads), np.float64, len(reads))
         self.counters.add("pages_crawled", len(reads))
         if self.recrawler is not None:
             self.recrawler.on_batch(batch)
-        v.errors[idx] = 0
-        v.status[idx] = [r.status for r in reads]
+        cold.set("errors", idx, 0)
+        cold.set("status", idx, [r.status for r in reads])
         redirected = np.fromiter((r.redirect_to is not None for r in reads), bool, len(reads))
         v.flags[idx] = np.where(redirected, v.flags[idx] | F_REDIRECT, v.flags[idx] & (0xFF ^ F_REDIRECT))
-        first = v.first_crawl[idx] == 0
-        v.first_crawl[idx[first]] = when[first]
-        v.last_crawl[idx] = when
+        first = cold.get("first_crawl", idx) == 0
+        cold.set("first_crawl", idx[first], when[first])
+        cold.set("last_crawl", idx, when)
         norm = F_NORM_HASH if self.recrawler is not None else 0
         for r in reads:
             if r.hash:
                 i = r.idx
-                if v.content_hash[i] and v.content_hash[i] != r.hash and (v.flags[i] & F_NORM_HASH) == norm:
-                    v.n_changes[i] += 1
-                v.content_hash[i] = r.hash
+                old = cold.get1("content_hash", i)
+                if old and old != r.hash and (v.flags[i] & F_NORM_HASH) == norm:
+                    cold.set1("n_changes", i, cold.get1("n_changes", i) + 1)
+                cold.set1("content_hash", i, r.hash)
                 v.flags[i] = (v.flags[i] & (0xFF ^ F_NORM_HASH)) | norm
             if r.score == r.score:  # not nan
-                v.score[r.idx] = r.score
+                cold.set1("score", r.idx, r.score)
         # Out-degree, depth and parent from the rows just read.
+        cold.set("n_out", idx, np.fromiter((len(k) for k in kids_list), np.int64, len(kids_list)))
         srcs, dsts = [], []
         for r, kids in zip(reads, kids_list):
-            v.n_out[r.idx] = len(kids)
             if len(kids):
                 srcs.append(np.full(len(kids), r.idx, np.int64))
                 dsts.append(kids)
@@ -430,17 +455,18 @@ class BatchApplier:
             return
         src = np.concatenate(srcs)
         dst = np.concatenate(dsts)
-        cand = v.depth[src].astype(np.int64) + 1
+        cand = np.minimum(v.depth[src].astype(np.int64) + 1, MAX_DEPTH)
         # Shortest candidate per target (ties: first link seen).
         order = np.lexsort((cand, dst))
         dst_o, cand_o, src_o = dst[order], cand[order], src[order]
         firsts = np.flatnonzero(np.r_[True, dst_o[1:] != dst_o[:-1]])
         d, c, p = dst_o[firsts], cand_o[firsts], src_o[firsts]
         better = v.depth[d] > c
-        v.depth[d[better]] = c[better]
-        v.parent[d[better]] = p[better]
+        if better.any():
+            v.depth[d[better]] = c[better]
+            cold.set("parent", d[better], p[better])
         if self.policy.uses_hints:
-            scores = v.score[src]
+            scores = cold.get("score", src)
             ok = ~np.isnan(scores)
             if ok.any():
-                np.maximum.at(v.hint, dst[ok], scores[ok])
+                np.maximum.at(v.hint, dst[ok], scores[ok].astype(v.hint.dtype))

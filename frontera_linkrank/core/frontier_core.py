@@ -46,7 +46,18 @@ from ..scoring.aopic import Aopic
 from ..scoring.ranker import Ranking
 from ..settings import LinkRankSettings
 from ..storage.pagedb import DiskFullError, PageDB, WriteError
-from ..storage.vertices import CRAWLED, ERROR, F_EXTRAS, F_REFRESH, F_SEED, F_VALIDATORS, LEASED, NO_PAGE, UNFETCHED
+from ..storage.vertices import (
+    CRAWLED,
+    ERROR,
+    F_CRAWLED,
+    F_EXTRAS,
+    F_REFRESH,
+    F_SEED,
+    F_VALIDATORS,
+    LEASED,
+    NO_PAGE,
+    UNFETCHED,
+)
 from .batch import BatchApplier
 from .codec import RETRIED_KEY, SEED_WEIGHT_KEY, OutgoingRequest, RequestFactory, RequestLike, build_requests
 from .counters import Counters
@@ -102,7 +113,8 @@ class FrontierCore:
         # written: disk full), or None. Once set, reports are ignored and
         # nothing is handed out; the database keeps its last commit.
         self.stopped: WriteError | None = None
-        self.db = db = PageDB(s.PATH, map_size=s.MAP_SIZE, sync=s.SYNC, checkpoint_bytes=s.CHECKPOINT_BYTES)
+        self.db = db = PageDB(s.PATH, map_size=s.MAP_SIZE, sync=s.SYNC, checkpoint_bytes=s.CHECKPOINT_BYTES,
+                              compact=True)
         try:
             self._open()
         except BaseException:
@@ -123,7 +135,7 @@ class FrontierCore:
         self.frontier = Frontier(v, policy.keys, host_class(policy, self.aopic),
                                  tolerance=s.REQUEUE_TOLERANCE if policy.cash_keys else 0.0,
                                  offsets=self._class_offsets, lists=db)
-        self.lifecycle = PageLifecycle(v, self.aopic, self.frontier, db.touch)
+        self.lifecycle = PageLifecycle(v, self.aopic, self.frontier, db.touch, db.cold)
         # Leases of a previous process: that process is gone (we hold the
         # writer lock), so its requests are offered again.
         recovered = 0 if self.keep_leases else self.lifecycle.recover_leases()
@@ -149,11 +161,11 @@ class FrontierCore:
         saved = db.meta.get("aopic")
         if saved and (saved.get("policy") != s.OMEGA_POLICY or saved.get("hosts", []) != s.OMEGA_HOSTS):
             # Settle what the old target set is owed before switching sets.
-            old = Aopic.from_saved(v, saved, db.host_ids, settings=s)
+            old = Aopic.from_saved(v, saved, db.host_ids, settings=s, cold=db.cold)
             old.settle_all()
             db.touch(np.arange(v.n))
             logger.info("omega policy changed from %s to %s: settled", saved["policy"], s.OMEGA_POLICY)
-        return Aopic.from_settings(v, s, state=saved, host_ids=db.host_ids)
+        return Aopic.from_settings(v, s, state=saved, host_ids=db.host_ids, cold=db.cold)
 
     # -- what the crawler reports -----------------------------------------------------------
     def add_seeds(self, seeds: Iterable[RequestLike]) -> None:
@@ -170,11 +182,11 @@ class FrontierCore:
             if i is None:
                 continue
             self.counters.add("seeds")
-            if v.n_crawls[i] or v.state[i] != UNFETCHED or i in funded:
+            if v.flags[i] & F_CRAWLED or v.state[i] != UNFETCHED or i in funded:
                 continue  # already crawled (a resumed crawl) or duplicate
             v.flags[i] |= F_SEED
             v.depth[i] = 0
-            v.parent[i] = NO_PAGE
+            self.db.cold.set1("parent", i, NO_PAGE)
             if self.policy.uses_hints:
                 self.registry.set_hint(i, max(1.0, v.hint[i]))
             funded.append(i)
@@ -245,16 +257,17 @@ class FrontierCore:
         if i is None:
             return
         self.batch.apply()  # its pending reads, if any, come first
-        v = self.db.vertices
+        v, cold = self.db.vertices, self.db.cold
         refresh = v.state[i] == LEASED and bool(v.flags[i] & F_REFRESH)
-        if v.state[i] in (CRAWLED, ERROR) and v.n_crawls[i]:
+        if v.state[i] in (CRAWLED, ERROR) and v.flags[i] & F_CRAWLED:
             self.counters.add("errors_after_crawl")
             return
-        v.errors[i] += 1
+        errors = min(cold.get1("errors", i) + 1, 0xFFFF)
+        cold.set1("errors", i, errors)
         self.db.set_error(i, error_text(error))
         self.counters.add("fetch_errors")
         retried = bool(request.meta.get(RETRIED_KEY)) and not refresh
-        if give_up or retried or v.errors[i] > self.settings.MAX_RETRIES or request.meta.get(b"dont_retry"):
+        if give_up or retried or errors > self.settings.MAX_RETRIES or request.meta.get(b"dont_retry"):
             self.lifecycle.give_up(i)
             self.counters.add("pages_failed")
         elif refresh:
@@ -263,7 +276,7 @@ class FrontierCore:
             # kept by a frontier service reopened with it off, just ends).
             self.lifecycle.refresh_returned(i)
             if self.recrawler is not None:
-                self.recrawler.schedule(i, now + self.settings.RETRY_DELAY * 2 ** (int(v.errors[i]) - 1))
+                self.recrawler.schedule(i, now + self.settings.RETRY_DELAY * 2 ** (errors - 1))
             self.counters.add("refresh_retries")
         else:
             self.lifecycle.retry(i, now + self.settings.RETRY_DELAY)
@@ -350,7 +363,7 @@ class FrontierCore:
                 want = (v.flags[idx] & (F_REFRESH | F_VALIDATORS)) == (F_REFRESH | F_VALIDATORS)
                 conditional = self.recrawler.conditional_headers(idx[want].tolist(), txn)
         pages, urls = self.registry.usable_parts(pages, urls, extras)
-        fps = v.fp[pages].tobytes().hex().encode("ascii")
+        fps = self.db.fingerprints_of(pages).tobytes().hex().encode("ascii")
         return build_requests(self.request_factory, urls, fps, v.depth[pages].tolist(), extras, conditional, pages)
 
     def _class_offsets(self) -> tuple[float, float]:

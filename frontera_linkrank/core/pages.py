@@ -15,7 +15,7 @@ from ..scoring.aopic import Aopic
 from ..storage.packed import Unencodable, Unreadable
 from ..storage.pagedb import PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
-from ..storage.vertices import F_EXTRAS, NO_PAGE
+from ..storage.vertices import F_EXTRAS, MAX_DEPTH, NO_PAGE
 from .codec import FINGERPRINT_KEY, SCORE_KEY, Parts, RequestLike, may_have_parts, request_parts, storable_parts
 from .counters import Counters
 from .inputs import as_float, url_text
@@ -129,11 +129,10 @@ class PageRegistry:
         """Append pages (``depth``/``parents`` arrays or scalars) with their
         requests' stored parts and hints; returns the first new index."""
         db, v = self.db, self.db.vertices
-        start = db.add_pages(fps, urls, hosts)
+        start = db.add_pages(fps, urls, hosts, parents)
         k = len(fps)
         sl = slice(start, start + k)
-        v.depth[sl] = depth
-        v.parent[sl] = parents
+        v.depth[sl] = np.minimum(depth, MAX_DEPTH)
         if flags:
             v.flags[sl] = flags
         fp_key = FINGERPRINT_KEY

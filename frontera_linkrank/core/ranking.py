@@ -58,7 +58,8 @@ class RankingSchedule:
         s = self.settings = settings
         self.db = db
         self.counters = counters
-        self.ranks = RankScores(load_stored(db, keep) if s.RANK_ALGORITHMS else None, keep)
+        self.ranks = RankScores(load_stored(db, keep) if s.RANK_ALGORITHMS else None, keep,
+                                lambda name: db.read_scores(name)[0])
         self.config = RankConfig.from_settings(s) if s.RANK_ALGORITHMS else None
         self.ranker = BackgroundRanker(db, self.config) if self.config and s.RANK_BACKGROUND else None
         crawled = counters.get("pages_crawled", 0)

@@ -141,7 +141,7 @@ class Recrawler:
         return x
 
     def rates(self, idx: np.ndarray) -> np.ndarray:
-        lam = self.table.rate[idx]
+        lam = self.db.cold.get("rate", idx)
         return np.where(np.isnan(lam), self.refresher.prior_rate, lam)
 
     def eligible(self) -> np.ndarray:
@@ -175,7 +175,7 @@ class Recrawler:
         pages = self.eligible()
         w, lam = self.importance(pages), self.rates(pages)
         self.refresher.calibrate(w, lam, self.share * (self.fetch_rate or 1.0))
-        self.refresher.rebuild(pages, self.table.last_crawl[pages], w, lam)
+        self.refresher.rebuild(pages, self.db.cold.get("last_crawl", pages), w, lam)
         self._since = 0
 
     # -- visits ---------------------------------------------------------------------------
@@ -199,8 +199,9 @@ class Recrawler:
         v, db = self.table, self.db
         idx = batch.pages
         when = np.fromiter((r.when for r in reads), np.float64, len(reads))
-        revisit = (v.n_crawls[idx] > 1).tolist()
-        intervals = (when - v.last_crawl[idx]).tolist()
+        cold = db.cold
+        revisit = (cold.get("n_crawls", idx) > 1).tolist()
+        intervals = (when - cold.get("last_crawl", idx)).tolist()
         # A 304 carries only some validators: keep the stored others.
         partial = [r.idx for r in reads if r.kept_links and r.validators and None in r.validators]
         with db.snapshot() as txn:
@@ -223,25 +224,27 @@ class Recrawler:
         v, i = self.table, r.idx
         if not again or interval <= 0:
             return None
-        old = int(v.status[i])
+        cold = self.db.cold
+        old = int(cold.get1("status", i))
         if r.kept_links:  # 304
             return False
         if old and status_class(old) != status_class(r.status):
             return True
-        if r.hash and v.content_hash[i] and v.flags[i] & F_NORM_HASH:
-            return bool(r.hash != int(v.content_hash[i]))
+        stored = cold.get1("content_hash", i)
+        if r.hash and stored and v.flags[i] & F_NORM_HASH:
+            return bool(r.hash != stored)
         return None
 
     def visited(self, reads: list, revisit: list, changed: list, intervals: list, txn: Any) -> None:
         """Pages just read (``_Read`` objects): record revisits (``changed``
         True/False; None: unknown) in the visit history, re-estimate change
         rates, reschedule."""
-        t, db = self.table, self.db
+        db = self.db
         idx = np.fromiter((r.idx for r in reads), np.int64, len(reads))
         for r, again, ch, interval in zip(reads, revisit, changed, intervals):
             if again and ch is not None:
                 db.add_visit(r.idx, interval, ch)
-                t.rate[r.idx] = self.refresher.change_rate(db.visits(r.idx, txn))
+                db.cold.set1("rate", r.idx, self.refresher.change_rate(db.visits(r.idx, txn)))
         db.touch(idx)
         self._since += len(reads)
         if self.refresher.param is not None:
@@ -263,7 +266,7 @@ class Recrawler:
             h = int(t.host[page])
             if (skip_host is not None and skip_host(h)) or (max_per_host and counts.get(h, 0) >= max_per_host):
                 return True
-            if early and t.last_crawl[page] + min_interval > now:
+            if early and self.db.cold.get1("last_crawl", page) + min_interval > now:
                 return True
             counts[h] = counts.get(h, 0) + 1
             return False

@@ -37,7 +37,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ..scoring.aopic import Aopic
-from ..storage.vertices import CRAWLED, ERROR, F_REFRESH, LEASED, UNFETCHED, VertexTable
+from ..storage.coldrecords import ColdRecords, TableColdRecords
+from ..storage.vertices import CRAWLED, ERROR, F_CRAWLED, F_REFRESH, LEASED, UNFETCHED, VertexTable
 from .frontier import Frontier
 
 _NOT_REFRESH = 0xFF ^ F_REFRESH
@@ -56,14 +57,17 @@ class PageLifecycle:
         Queue, leases and retries.
     touch : callable(index or int array)
         Marks pages changed in the current batch (``PageDB.touch``).
+    cold : ColdRecords, optional
+        The pages' cold fields (``lease``, ``n_crawls``; default: in ``table``).
     """
 
     def __init__(self, table: VertexTable, aopic: Aopic, frontier: Frontier,
-                 touch: Callable[[object], None]) -> None:
+                 touch: Callable[[object], None], cold: ColdRecords | TableColdRecords | None = None) -> None:
         self.table = table
         self.aopic = aopic
         self.frontier = frontier
         self.touch = touch
+        self.cold = cold if cold is not None else TableColdRecords(table, touch)
 
     # -- entering the frontier -------------------------------------------------------
     def created(self, start: int, k: int) -> None:
@@ -78,7 +82,7 @@ class PageLifecycle:
         if len(leased):
             v.state[leased] = np.where(v.flags[leased] & F_REFRESH, CRAWLED, UNFETCHED)
             v.flags[leased] &= _NOT_REFRESH
-            v.lease[leased] = 0.0
+            self.cold.set("lease", leased, 0.0)
             self.touch(leased)
         return len(leased)
 
@@ -100,7 +104,7 @@ class PageLifecycle:
     def _lease(self, pages: list[int], now: float) -> None:
         idx = np.asarray(pages, np.int64)
         self.table.state[idx] = LEASED
-        self.table.lease[idx] = now
+        self.cold.set("lease", idx, now)
         self.frontier.leased(pages, now)
         self.touch(idx)
 
@@ -148,7 +152,8 @@ class PageLifecycle:
         aopic.leave(i)
         aopic.read(i, children, n_dropped, when, same_host=same_host, dropped_same_host=dropped_same_host)
         t.state[i] = CRAWLED
-        t.n_crawls[i] += 1
+        t.flags[i] |= F_CRAWLED
+        self.cold.set1("n_crawls", i, self.cold.get1("n_crawls", i) + 1)
         aopic.join(i)
         self.touch(i)
 
@@ -205,6 +210,7 @@ def mark_imported(db: object, pages: np.ndarray, crawl_time: float | None = None
     first = v.n_crawls[pages] == 0
     new = pages[first]
     v.n_crawls[new] = 1
+    v.flags[new] |= F_CRAWLED
     v.first_crawl[new] = crawl_time
     v.last_crawl[new] = crawl_time
     if not keep_crawl_times:
@@ -222,4 +228,5 @@ def restore(db: object, pages: np.ndarray, set_fields: Callable[[], None]) -> No
     v = db.vertices
     crawled = v.n_crawls[pages] > 0
     v.state[pages[crawled]] = CRAWLED
+    v.flags[pages] = np.where(crawled, v.flags[pages] | F_CRAWLED, v.flags[pages] & (0xFF ^ F_CRAWLED))
     db.touch(pages)

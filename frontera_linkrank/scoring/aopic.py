@@ -42,9 +42,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..storage.vertices import ERROR
+from ..storage.coldrecords import TableColdRecords
+from ..storage.vertices import ERROR, F_CRAWLED
 
 if TYPE_CHECKING:
+    from ..storage.coldrecords import ColdRecords
     from ..storage.vertices import VertexTable
 
 
@@ -80,8 +82,8 @@ class Aopic:
     Parameters
     ----------
     table : VertexTable
-        Page arrays (``cash``, ``history``, ``last_read``, ``stamp``,
-        ``state``, ``n_crawls``, ``host`` are used).
+        Page arrays (``cash``, ``stamp``, ``state``, ``flags``, ``host``
+        are used).
     damping : float
         Fraction of a read page's cash passed to its out-links.
     window : float
@@ -96,6 +98,9 @@ class Aopic:
         Relative link weights for same-host and other-host links.
     state : dict, optional
         Globals saved by :meth:`state_dict`.
+    cold : ColdRecords, optional
+        Where the pages' ``history`` and ``last_read`` are (default: in
+        ``table``, which then has every field).
     """
 
     def __init__(
@@ -110,10 +115,12 @@ class Aopic:
         internal_weight: float = 1.0,
         external_weight: float = 1.0,
         state: Mapping[str, Any] | None = None,
+        cold: ColdRecords | TableColdRecords | None = None,
     ) -> None:
         if omega_policy not in OMEGA_POLICIES:
             raise ValueError(f"omega_policy must be one of {OMEGA_POLICIES}")
         self.table = table
+        self.cold = cold if cold is not None else TableColdRecords(table, lambda idx: None)
         self.damping = float(damping)
         self.window = float(window)
         self.cash_time = bool(cash_time)
@@ -154,13 +161,15 @@ class Aopic:
 
     @classmethod
     def from_settings(cls, table: VertexTable, settings: AopicSettings, state: Mapping[str, Any] | None = None,
-                      host_ids: Mapping[str, int] | None = None) -> Aopic:
+                      host_ids: Mapping[str, int] | None = None,
+                      cold: ColdRecords | TableColdRecords | None = None) -> Aopic:
         """The crawl's books: parameters and ω's target set
         (``LINKRANK_OMEGA_POLICY``, ``LINKRANK_OMEGA_HOSTS``) from
         ``settings``, globals from ``state`` (the ``aopic`` entry of the
         page database's metadata; None for a new database). ``host_ids``
-        (host name -> id) places the target hosts."""
-        a = cls(table, omega_policy=settings.OMEGA_POLICY, state=state, **cls.parameters(settings))
+        (host name -> id) places the target hosts; ``cold`` holds the
+        pages' history."""
+        a = cls(table, omega_policy=settings.OMEGA_POLICY, state=state, cold=cold, **cls.parameters(settings))
         a._target_hosts(settings.OMEGA_HOSTS, host_ids)
         return a
 
@@ -223,7 +232,7 @@ class Aopic:
             return h < len(self.host_target) and bool(self.host_target[h])
         if t.state[i] == ERROR:
             return False
-        fetched = t.n_crawls[i] > 0
+        fetched = bool(t.flags[i] & F_CRAWLED)
         return fetched if p == "fetched" else not fetched
 
     def member_mask(self, idx: Any = None) -> np.ndarray:
@@ -241,7 +250,7 @@ class Aopic:
             mask[ok] = self.host_target[h[ok]]
             return mask
         ok = t.state[idx] != ERROR
-        fetched = t.n_crawls[idx] > 0
+        fetched = (t.flags[idx] & F_CRAWLED) != 0
         return ok & (fetched if p == "fetched" else ~fetched)
 
     def join_new(self, start: int, k: int) -> None:
@@ -358,9 +367,9 @@ class Aopic:
             self._omega_due = True  # read by join(i)
 
     def _history(self, i: int, c: float, now: float) -> None:
-        t = self.table
-        h_old = float(t.history[i])
-        last = float(t.last_read[i])
+        cold = self.cold
+        h_old = float(cold.get1("history", i))
+        last = float(cold.get1("last_read", i))
         T = self.window
         if math.isnan(last):
             h = c
@@ -369,8 +378,8 @@ class Aopic:
         else:
             delta = now - last
             h = h_old * (T - delta) / T + c if delta < T else c * T / delta
-        t.history[i] = h
-        t.last_read[i] = now
+        cold.set1("history", i, h)
+        cold.set1("last_read", i, now)
         self.G += h - h_old
 
     def read_omega(self) -> None:
@@ -389,7 +398,8 @@ class Aopic:
         denom = self.G + (1.0 - self.omega)
         if denom <= 0:
             return np.zeros(len(t.cash[idx]))
-        return (t.history[idx] + self.effective_cash(idx)) / denom
+        history = self.cold.get("history", np.arange(t.n)[idx] if isinstance(idx, slice) else idx)
+        return (history + self.effective_cash(idx)) / denom
 
     @property
     def error_bound(self) -> float:

@@ -225,7 +225,8 @@ class PushRank:
         slots = self.slot[crawled].astype(np.int64)
         deg = self.deg[slots].astype(np.int64)
         w = np.repeat(self.damping * v[crawled] / deg, deg)
-        return np.bincount(self._gather(slots, deg), weights=w, minlength=n)[:n]
+        # (float64 even with no link: bincount of nothing counts in integers)
+        return np.bincount(self._gather(slots, deg), weights=w, minlength=n)[:n].astype(np.float64, copy=False)
 
     def anchor(self, ranking: np.ndarray) -> None:
         """Start again from an exact ranking of the known graph.

@@ -322,8 +322,10 @@ class RankScores:
     page database): what the crawl policy's keys and the recrawler read.
     """
 
-    def __init__(self, ranking: Ranking | None = None, keep: Sequence[str] = VECTORS) -> None:
+    def __init__(self, ranking: Ranking | None = None, keep: Sequence[str] = VECTORS,
+                 load: Callable[[str], np.ndarray | None] | None = None) -> None:
         self.keep = tuple(keep)
+        self.load = load  # reads a stored vector that is not kept (for an occasional reader)
         self.ranking: Ranking | None = None
         if ranking is not None:
             self.install(ranking)
@@ -347,6 +349,8 @@ class RankScores:
         if self.ranking is None:
             return out
         vec = self.ranking.vectors.get(name)
+        if vec is None and self.load is not None and name in self.ranking.info:
+            vec = self.load(name)
         if vec is None:
             return out
         known = idx < len(vec)

@@ -15,8 +15,8 @@ import numpy as np
 from frontera.core.components import Backend
 
 from ..default_settings import LINKRANK_MAX_URL_LENGTH
-from ..scheduling.queue import BestFirstQueue
 from ..storage.urls import RejectedURL, check_url, fingerprint
+from .lazyqueue import LazyHostQueue
 
 if TYPE_CHECKING:
     from frontera.core.manager import FrontierManager
@@ -32,7 +32,7 @@ __all__ = ["CRAWLED", "LEASED", "QUEUED", "Estimate", "SimulatedBackend"]
 
 class SimulatedBackend(Backend):
     """Common part: pages by fingerprint, one-time crawl, host names,
-    a best-first queue grouped by host (:class:`BestFirstQueue`).
+    a best-first queue grouped by host (:class:`~.lazyqueue.LazyHostQueue`).
 
     Subclasses set a page's key in :meth:`_key_of_new` (higher is fetched
     first, ties go to the page found first) and may raise it later with
@@ -55,7 +55,7 @@ class SimulatedBackend(Backend):
         self.depth: list[int] = []
         self.n_crawled = 0
         self._n_queued = 0
-        self._q = BestFirstQueue(self._is_live)
+        self._q = LazyHostQueue(self._is_live)
 
     @classmethod
     def from_manager(cls, manager: FrontierManager) -> SimulatedBackend:

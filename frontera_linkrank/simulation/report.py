@@ -143,9 +143,10 @@ class Observer:
         """``(name, vertices, values)`` of the backend's estimate, or None."""
         core = getattr(backend, "core", None)
         if core is not None:  # LinkRankBackend
-            v = core.db.vertices
-            n = v.n
-            vertices = self._map(v.fp[:n].tobytes())
+            n = core.db.n_pages
+            have = len(self._vertices)
+            new = core.db.fingerprints_of(np.arange(have, n)).tobytes().hex().encode()
+            vertices = self._map([b""] * have + [new[40 * k : 40 * k + 40] for k in range(n - have)])
             if self.primary:
                 name = self.primary
                 values = (core.importance(np.arange(n)) if name == "importance"

@@ -146,7 +146,7 @@ def _check_tables(env: Any, path: str, names: set[bytes]) -> None:
             version = json.loads(bytes(raw)).get("version") if raw is not None else None
         except (ValueError, AttributeError):
             version = None
-    if version != metadoc.SCHEMA_VERSION and version is not None:
+    if version not in metadoc.READS_VERSIONS and version is not None:
         raise PageDBError(
             f"{path}: page database schema version {version}, "
             f"this frontera_linkrank reads version {metadoc.SCHEMA_VERSION}"

@@ -20,7 +20,8 @@ from typing import Any
 from .errors import CorruptDatabase, PageDBError
 
 SCHEMA_NAME = "frontera_linkrank.pagedb"
-SCHEMA_VERSION = 2  # 2: page field "rate", tables "visits" and "validators"
+SCHEMA_VERSION = 3  # 2: page field "rate", tables "visits" and "validators"; 3: hot/cold page records
+READS_VERSIONS = (2, 3)  # schema 2 is read, and upgraded by the first writer
 STORAGE_KEYS = frozenset({"schema", "version", "created", "n_pages", "edge_seq", "vlog_seq", "host_lists"})
 
 
@@ -49,7 +50,7 @@ def check_schema(doc: Mapping[str, Any], path: str) -> None:
         raise PageDBError(f"{path}: not a frontera_linkrank page database")
     if not isinstance(doc.get("version"), int) or isinstance(doc.get("version"), bool):
         raise CorruptDatabase(f"{path}: the metadata's schema version is {doc.get('version')!r} (corrupt database)")
-    if doc.get("version") != SCHEMA_VERSION:
+    if doc.get("version") not in READS_VERSIONS:
         raise PageDBError(
             f"{path}: page database schema version {doc.get('version')}, "
             f"this frontera_linkrank reads version {SCHEMA_VERSION}"
@@ -121,6 +122,7 @@ def _check_section(name: str) -> None:
 
 
 __all__ = [
-    "SCHEMA_NAME", "SCHEMA_VERSION", "STORAGE_KEYS", "MetaDocument", "check_schema", "decode", "encode",
+    "READS_VERSIONS", "SCHEMA_NAME", "SCHEMA_VERSION", "STORAGE_KEYS", "MetaDocument", "check_schema", "decode",
+    "encode",
     "new_document",
 ]  # fmt: skip

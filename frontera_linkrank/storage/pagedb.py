@@ -4,8 +4,10 @@ Named databases inside the environment:
 
 ``meta``       one JSON document: schema version, page count, and one
                section per feature (counters, AOPIC globals...), see :mod:`.meta`
-``vertices``   the page table checkpoint, see :mod:`.pagelog`
-``vlog``       page records changed since the checkpoint, see :mod:`.pagelog`
+``vertices``   the checkpoint of the pages' hot fields, see :mod:`.pagelog`
+``vlog``       hot records changed since the checkpoint, see :mod:`.pagelog`
+``pages``      the pages' cold fields, one value per page, see :mod:`.coldrecords`
+``fps``        fingerprint -> page index, see :mod:`.fpindex`
 ``urls``       page index (8-byte big-endian) -> URL (UTF-8)
 ``hosts``      host name -> host id, see :mod:`.hosts`
 ``edges``      blocks of out-links, see :mod:`.edges`
@@ -25,7 +27,7 @@ and the side tables of the features (:mod:`.sidetable`), keyed by page index:
 
 One process writes (an exclusive ``flock`` on ``writer.lock``, see
 :mod:`.lock`); any number of processes may open the database read-only
-meanwhile and see the last committed batch.
+meanwhile and see the last committed batch. A crawl opens it ``compact`` (:mod:`.pagerecords`).
 """
 
 import contextlib
@@ -33,17 +35,19 @@ import logging
 import os
 import struct
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import lmdb
 import numpy as np
 
 from . import environment, integrity, vectors
+from .coldrecords import ColdRecords, TableColdRecords
 from .edges import EdgeStore
 from .environment import TABLES, begin_read
 from .errors import LMDB_DAMAGE, CorruptDatabase, DiskFullError, PageDBError, WriteError, WriterLockedError
 from .features import VISIT, FeatureTables
+from .fpindex import FingerprintIndex
 from .hostpages import HostPages
 from .hosts import HostTable
 from .keys import page_key, page_keys
@@ -52,17 +56,19 @@ from .meta import SCHEMA_NAME, SCHEMA_VERSION, MetaDocument, check_schema
 from .meta import decode as decode_meta
 from .meta import encode as encode_meta
 from .pagelog import CHUNK, PageLog
+from .pagerecords import PageRecords
 from .sidetable import Codec, SideTable, Text
 from .vectors import SCORE_CHUNK, read_scores, write_scores
-from .vertices import RECORD, VertexTable, check_records
+from .vertices import FIELDS, HOT_FIELDS, HOT_RECORD, check_records
 
 logger = logging.getLogger(__name__)
 
 # Tables of storage itself: not side tables.
-_OWN_TABLES = frozenset(("meta", "vertices", "vlog", "urls", "hosts", "edges", "scores", "hostpages"))
+_OWN_TABLES = frozenset(("meta", "vertices", "vlog", "urls", "hosts", "edges", "scores", "hostpages", "pages",
+                         "fps"))
 
 
-class PageDB(FeatureTables):
+class PageDB(FeatureTables, PageRecords):
     """Open (or create) the page database at ``path``.
 
     Parameters
@@ -83,6 +89,9 @@ class PageDB(FeatureTables):
         Fold the record log into the checkpoint once it is larger than this
         (and than the page table). By default as soon as it is larger than
         the page table.
+    compact : bool
+        A writer holding only the hot fields in memory (a crawl); see the
+        module docstring.
 
     Raises
     ------
@@ -108,9 +117,11 @@ class PageDB(FeatureTables):
         map_size: int | None = None,
         sync: bool = True,
         checkpoint_bytes: int | None = None,
+        compact: bool = False,
     ) -> None:
         self.path = os.fspath(path)
         self.readonly = readonly
+        self.compact = bool(compact) and not readonly
         self._lock: WriterLock | None = None
         self._ro_txn: Any = None
         # Held by other threads' read transactions (reader()); the map is
@@ -144,11 +155,20 @@ class PageDB(FeatureTables):
 
     def _open_parts(self, checkpoint_bytes: int) -> None:
         dbs = self.dbs
-        self.vertices = VertexTable()
+        self._fields = HOT_FIELDS if self.compact else FIELDS
+        self.vertices = self._table(1024)
         self.edges = EdgeStore(dbs[b"edges"])
         self._log = PageLog(dbs[b"vertices"], dbs[b"vlog"], checkpoint_bytes)
         self._hosts = HostTable(dbs[b"hosts"])
-        self._host_pages = HostPages(environment.table_handle(self.env, dbs, b"hostpages", self.readonly))
+        handle = environment.table_handle
+        self._host_pages = HostPages(handle(self.env, dbs, b"hostpages", self.readonly))
+        self._pages = handle(self.env, dbs, b"pages", self.readonly)
+        self._fps = FingerprintIndex(handle(self.env, dbs, b"fps", self.readonly), self.snapshot)
+        self.cold: ColdRecords | TableColdRecords = (
+            ColdRecords(self._pages, self.snapshot) if self.compact else TableColdRecords(self.vertices, self.touch)
+        )
+        if self.compact:
+            self.vertices.cold = self.cold
         self._meta = MetaDocument({})
         self._urls = self._declare("urls", Text(), append=True)
         self._declare_feature_tables()
@@ -175,16 +195,14 @@ class PageDB(FeatureTables):
         for table in self._tables.values():
             table.discard()
         self._host_pages.discard()
+        self._fps.discard()
+        if self.compact:
+            self.cold.written()
+        else:
+            self.cold = TableColdRecords(self.vertices, self.touch)
         self._committed_n = self.n_pages
         if not self.readonly and self.n_pages and not self._meta.get("host_lists"):
             self._list_hosts()
-
-    def _list_hosts(self) -> None:
-        """A database written before pages were listed by host: list them
-        (once; written with the next commit)."""
-        v, n = self.vertices, self.n_pages
-        order = np.argsort(v.host[:n], kind="stable")
-        self._host_pages.add(v.host[:n][order], order)
 
     def _load(self, txn: Any) -> None:
         try:
@@ -204,11 +222,14 @@ class PageDB(FeatureTables):
             # Every page record is stored at least once: a page count the
             # file cannot hold is damage, not a table to allocate.
             info, psize = self.env.info(), self.env.stat()["psize"]
-            most = (info["last_pgno"] + 1) * psize // RECORD.itemsize
+            most = (info["last_pgno"] + 1) * psize // HOT_RECORD.itemsize
             if not 0 <= n <= most:
                 raise CorruptDatabase(f"{self.path}: the metadata counts {n:,} pages, the file holds at most "
                                       f"{most:,} page records (corrupt database)")
-            self.vertices = self._log.load(txn, n, self.path)
+            if doc.get("version") == 2 and not self.readonly:
+                self._upgrade(txn, n)
+                return
+            self.vertices = self._load_records(txn, doc, n)
             check_records(self.vertices, len(self._hosts.names), self.path)
             self.edges.load(txn, doc.get("edge_seq", 0))
         except (ValueError, TypeError, struct.error) as e:  # unparsable values
@@ -317,68 +338,9 @@ class PageDB(FeatureTables):
         """Host ids by name."""
         return self._hosts.ids
 
-    @property
-    def fp_index(self) -> dict[bytes, int]:
-        """dict: 20-byte fingerprint -> page index (built on first use)."""
-        if self._fp_index is None:
-            fps = self.vertices.fingerprints()
-            self._fp_index = dict(zip(fps, range(len(fps))))
-        return self._fp_index
-
-    def find(self, fp: bytes) -> int | None:
-        """Index of the page with fingerprint ``fp`` (20 bytes), or None."""
-        return self.fp_index.get(fp)
-
     def host_id(self, name: str) -> int:
         """Id of host ``name``, adding it if new (writer)."""
         return self._hosts.host_id(name)
-
-    def add_pages(self, fps: list[bytes], urls: list[str], hosts: Iterable[int]) -> int:
-        """Append pages (lists of 20-byte fingerprints, URL strings and host
-        ids); returns the first new index. Other fields get their defaults."""
-        k = len(fps)
-        v = self.vertices
-        start = v.append(k)
-        if k:
-            v.fp[start : start + k] = np.frombuffer(b"".join(fps), "V20")
-            v.host[start : start + k] = hosts
-            self._host_pages.add(v.host[start : start + k], np.arange(start, start + k))
-        self.fp_index.update(zip(fps, range(start, start + k)))
-        self._urls.put_many(range(start, start + k), urls)
-        return start
-
-    def pages_of(self, host: int) -> np.ndarray:
-        """Every page listed under ``host`` (committed, and this batch's)."""
-        with self.snapshot() as txn, self._damage("host page lists"):
-            return self._host_pages.pages(txn, host)
-
-    def replace_pages(self, host: int, pages: np.ndarray) -> None:
-        """Make ``pages`` the whole list of ``host`` (written at the next commit)."""
-        self._host_pages.replace(host, pages)
-
-    def touch(self, idx: int | np.ndarray | list[int]) -> None:
-        """Mark pages (an index or an array of indices) changed in this batch."""
-        self._log.touch(idx)
-
-    def urls(self, idx: Iterable[int] | np.ndarray, txn: Any = None) -> list[str | None]:
-        """URLs of the pages ``idx`` (list of str; committed pages and pages
-        added in the current batch; None beyond)."""
-        if txn is None:
-            with self.snapshot() as own:
-                out = self._urls.get_list(idx, own)
-        else:
-            out = self._urls.get_list(idx, txn)
-        if None in out:
-            # Every page has had its URL since it was added: a missing one is damage.
-            pages = np.asarray(idx, np.int64).tolist()
-            missing = [i for i, u in zip(pages, out) if u is None and 0 <= i < self.n_pages]
-            if missing:
-                raise CorruptDatabase(f"{self.path}: page {missing[0]} has no URL (corrupt database)")
-        return out
-
-    def url(self, i: int, txn: Any = None) -> str | None:
-        """URL of page ``i`` (see :meth:`urls`)."""
-        return self.urls([i], txn)[0]
 
     # -- reads (any process) ------------------------------------------------------------
     def snapshot(self) -> Any:
@@ -461,6 +423,7 @@ class PageDB(FeatureTables):
         plan = self._log.plan(self.vertices, self._committed_n, int(doc.get("vlog_seq", 0)))
         doc["n_pages"] = n
         doc["host_lists"] = 1
+        cold = None if self.compact else self._cold_items(n)
 
         def write(txn: Any) -> Callable[[], None]:
             for table in self._tables.values():
@@ -468,6 +431,12 @@ class PageDB(FeatureTables):
             self._hosts.write(txn)
             self._host_pages.write(txn)
             self._log.write(txn, self.vertices, plan)
+            if cold is None:
+                self.cold.write(txn)
+                self._fps.write(txn)
+            else:
+                txn.cursor(db=self._pages).putmulti(cold[0])
+                txn.cursor(db=self._fps.db).putmulti(cold[1])
             installed, doc["edge_seq"] = self.edges.write(txn)
             doc["vlog_seq"] = plan.seq
             txn.put(b"meta", encode_meta(doc), db=self.dbs[b"meta"])
@@ -477,6 +446,9 @@ class PageDB(FeatureTables):
         self._log.written(plan)
         self._hosts.written()
         self._host_pages.written()
+        if self.compact:
+            self.cold.written()
+            self._fps.written()
         for table in self._tables.values():
             table.discard()
         self._meta.install(doc)

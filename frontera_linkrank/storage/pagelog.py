@@ -1,6 +1,12 @@
 """Page records on disk: a checkpoint of the page table plus a log of changes.
 
-``vertices`` holds the checkpoint: packed :data:`~.vertices.RECORD` rows,
+Of the hot fields (:data:`~.vertices.HOT_RECORD`), the ones that change
+for pages all over the table (a crawled page changes the cash of each page
+it links to); the cold fields are in the ``pages`` table, one value per
+page (:mod:`.coldrecords`). Schema 2 databases kept whole records here
+(:data:`~.vertices.RECORD`); they are read with that layout.
+
+``vertices`` holds the checkpoint: packed records,
 :data:`CHUNK` pages per value, keyed by chunk number. ``vlog`` holds the
 records changed since, one value per commit, keyed by a sequence number:
 ``b"LRvlog01", k (u8)``, then ``k`` page indices (u4, padded to 8 bytes)
@@ -25,14 +31,14 @@ import numpy as np
 from ..numeric import unique
 from .errors import CorruptDatabase
 from .keys import page_key
-from .vertices import RECORD, VertexTable
+from .vertices import HOT_RECORD, VertexTable
 
 CHUNK = 4096  # pages per checkpoint value
 _VLOG = struct.Struct("<8sQ")
 _VLOG_MAGIC = b"LRvlog01"
 
 
-def parse_entry(buf: bytes | memoryview) -> tuple[np.ndarray, np.ndarray]:
+def parse_entry(buf: bytes | memoryview, record: np.dtype = HOT_RECORD) -> tuple[np.ndarray, np.ndarray]:
     """``(indices, records)`` of one log entry (views on ``buf``)."""
     magic, k = _VLOG.unpack_from(buf, 0)
     if magic != _VLOG_MAGIC:
@@ -40,7 +46,9 @@ def parse_entry(buf: bytes | memoryview) -> tuple[np.ndarray, np.ndarray]:
     off = _VLOG.size
     idx = np.frombuffer(buf, "<u4", k, off).astype(np.int64)
     off += 4 * k + (-4 * k) % 8
-    recs = np.frombuffer(buf, RECORD, k, off)
+    if len(buf) != off + k * record.itemsize:
+        raise CorruptDatabase("page record log entry is corrupt (wrong length)")
+    recs = np.frombuffer(buf, record, k, off)
     return idx, recs
 
 
@@ -72,31 +80,38 @@ class PageLog:
     checkpoint_bytes : int
         Fold the log into the checkpoint once it is larger than this and
         than the table (0: as soon as it is larger than the table).
+    record : numpy dtype
+        The records' layout (:data:`~.vertices.HOT_RECORD`; a schema 2
+        database's whole :data:`~.vertices.RECORD`).
     """
 
-    def __init__(self, vertices_db: Any, vlog_db: Any, checkpoint_bytes: int = 0) -> None:
+    def __init__(self, vertices_db: Any, vlog_db: Any, checkpoint_bytes: int = 0,
+                 record: np.dtype = HOT_RECORD) -> None:
         self.vertices_db = vertices_db
         self.vlog_db = vlog_db
+        self.record = record
         self.checkpoint_bytes = int(checkpoint_bytes)
         self._touched: list[Any] = []  # index arrays / indices changed in this batch
         self._chunks: set[int] = set()  # chunks with records in the log
         self._log_bytes = 0
 
-    def load(self, txn: Any, n: int, path: str) -> VertexTable:
-        """The page table of ``n`` pages as of the snapshot ``txn``."""
-        table = VertexTable(max(n, 1024))
-        table.append(n)
+    def load(self, txn: Any, table: VertexTable, path: str) -> None:
+        """Fill ``table`` (of the page count, appended already) with the
+        records as of the snapshot ``txn``."""
+        n = table.n
         covered = np.zeros(n, bool)
         for key, buf in txn.cursor(self.vertices_db):
             lo = int.from_bytes(bytes(key), "big") * CHUNK
-            recs = np.frombuffer(buf, RECORD)
+            if len(buf) % self.record.itemsize:
+                raise CorruptDatabase(f"{path}: page table chunk of {len(buf)} bytes (corrupt database)")
+            recs = np.frombuffer(buf, self.record)
             if lo + len(recs) > n:
                 raise CorruptDatabase(f"{path}: page table chunk beyond the page count (corrupt database)")
             table.load_records(recs, slice(lo, lo + len(recs)))
             covered[lo : lo + len(recs)] = True
         self._chunks, self._log_bytes, self._touched = set(), 0, []
         for _, buf in txn.cursor(self.vlog_db):
-            idx, recs = parse_entry(buf)
+            idx, recs = parse_entry(buf, self.record)
             if len(idx) and idx.max() >= n:
                 raise CorruptDatabase(f"{path}: page record log beyond the page count (corrupt database)")
             table.load_records(recs, idx)
@@ -105,7 +120,6 @@ class PageLog:
             self._log_bytes += len(buf)
         if not covered.all():
             raise CorruptDatabase(f"{path}: {int((~covered).sum())} of {n} page records missing (corrupt database)")
-        return table
 
     def touch(self, idx: Any) -> None:
         """Mark pages (an index or an array of indices) changed in this batch."""
@@ -121,9 +135,9 @@ class PageLog:
             parts.append(np.atleast_1d(np.asarray(d, np.int64)))
         dirty = unique(np.concatenate(parts))
         chunks = self._chunks | set(unique(dirty // CHUNK).tolist())
-        entry = pack_entry(dirty, table.records(dirty)) if len(dirty) else b""
+        entry = pack_entry(dirty, self._records(table, dirty)) if len(dirty) else b""
         log_bytes = self._log_bytes + len(entry)
-        checkpoint = log_bytes > max(self.checkpoint_bytes, n * RECORD.itemsize)
+        checkpoint = log_bytes > max(self.checkpoint_bytes, n * self.record.itemsize)
         seq = 0 if checkpoint else seq + (1 if entry else 0)
         return Plan(entry, checkpoint, chunks, log_bytes, seq)
 
@@ -134,11 +148,20 @@ class PageLog:
             items = []
             for c in sorted(plan.chunks):
                 lo, hi = c * CHUNK, min((c + 1) * CHUNK, n)
-                items.append((page_key(c), table.records(slice(lo, hi)).tobytes()))
+                items.append((page_key(c), self._records(table, slice(lo, hi)).tobytes()))
             txn.cursor(self.vertices_db).putmulti(items)
             txn.drop(self.vlog_db, delete=False)
         elif plan.entry:
             txn.put(page_key(plan.seq - 1), plan.entry, db=self.vlog_db, append=True)
+
+    def _records(self, table: VertexTable, idx: Any) -> np.ndarray:
+        recs = table.records(idx)
+        return recs if recs.dtype == self.record else _select(recs, self.record)
+
+    def dirty(self) -> np.ndarray:
+        """Pages touched in this batch (sorted, distinct)."""
+        parts = [np.atleast_1d(np.asarray(d, np.int64)) for d in self._touched]
+        return unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
     def written(self, plan: Plan) -> None:
         """``plan`` is committed."""
@@ -147,6 +170,13 @@ class PageLog:
         else:
             self._chunks, self._log_bytes = plan.chunks, plan.log_bytes
         self._touched = []
+
+
+def _select(recs: np.ndarray, record: np.dtype) -> np.ndarray:
+    out = np.empty(len(recs), record)
+    for name in record.names:
+        out[name] = recs[name]
+    return out
 
 
 __all__ = ["CHUNK", "PageLog", "Plan", "pack_entry", "parse_entry"]

@@ -30,6 +30,7 @@ import numpy as np
 
 from ...scoring.links import database_adjacency
 from ...scoring.push import PushRank
+from ...storage.vertices import F_CRAWLED
 from .base import Batch, Policy, PolicyContext
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ class PushPolicy(Policy):
         self.push = push = PushRank(s.DAMPING, s.PUSH_THRESHOLD)
         v = ctx.table
         push.grow(v.n)
-        crawled = np.flatnonzero(v.n_crawls[: v.n] > 0)
+        crawled = np.flatnonzero(v.flags[: v.n] & F_CRAWLED)
         if ctx.db is not None and len(crawled):
             db = ctx.db
             with db.snapshot() as txn:

@@ -1,0 +1,267 @@
+"""The cold fields of pages: read and written for the pages of a batch.
+
+A crawl keeps in memory only the hot fields of every page
+(:data:`~.vertices.HOT_FIELDS`); the cold ones (fingerprint, parent,
+crawl history, AOPIC history...: :data:`~.vertices.COLD_RECORD`, 104 bytes)
+live in the ``pages`` table, one value per page keyed by its index, and
+change only when the page itself is fetched, handed out or fails.
+:class:`ColdRecords` reads the records a batch needs (one sorted
+``getmulti``), keeps them and the batch's new pages until the commit
+writes the changed ones (one sorted ``putmulti``), then forgets them: its
+memory is bounded by the batch.
+
+Tools load every field into one table (:class:`TableColdRecords` gives
+them, and the code shared with the crawl, the same interface over it).
+
+Examples
+--------
+>>> import lmdb, tempfile, numpy as np
+>>> env = lmdb.open(tempfile.mkdtemp(), max_dbs=1)
+>>> cold = ColdRecords(env.open_db(b"pages"), lambda: env.begin(buffers=True))
+>>> cold.create(0, 2, np.zeros(2, "V20"), np.array([7, 7]))
+>>> cold.set("n_crawls", np.array([1]), [3])
+>>> with env.begin(write=True) as txn:
+...     cold.write(txn)
+>>> cold.written()
+>>> cold.get("n_crawls", np.array([0, 1])).tolist(), cold.get1("parent", 1)
+([0, 3], 7)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .errors import CorruptDatabase
+from .keys import key_page, page_keys
+from .vertices import COLD_NAMES, COLD_RECORD, VertexTable, default_records
+
+
+class ColdRecords:
+    """Cold fields in the LMDB table ``db`` (see the module docstring).
+
+    Parameters
+    ----------
+    db
+        LMDB handle of the ``pages`` table.
+    snapshot : callable() -> context manager of a read transaction
+        Reads of committed records.
+    """
+
+    def __init__(self, db: Any, snapshot: Callable[[], Any]) -> None:
+        self.db = db
+        self._snapshot = snapshot
+        self._rows = np.empty(256, COLD_RECORD)  # records of this batch
+        self._slot: dict[int, int] = {}  # page -> its row
+        self._dirty = np.zeros(256, bool)
+        self.n_rows = 0
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    def _room(self, k: int) -> None:
+        if self.n_rows + k > len(self._rows):
+            size = max(self.n_rows + k, 2 * len(self._rows))
+            rows = np.empty(size, COLD_RECORD)
+            rows[: self.n_rows] = self._rows[: self.n_rows]
+            dirty = np.zeros(size, bool)
+            dirty[: self.n_rows] = self._dirty[: self.n_rows]
+            self._rows, self._dirty = rows, dirty
+
+    def create(self, start: int, k: int, fps: np.ndarray, parents: Any = None) -> None:
+        """Records of the new pages ``start .. start+k-1`` (defaults, their
+        fingerprints and parents), written at the next commit."""
+        self._room(k)
+        lo = self.n_rows
+        rows = self._rows[lo : lo + k]
+        rows[:] = default_records(k, COLD_RECORD)
+        rows["fp"] = fps
+        if parents is not None:
+            rows["parent"] = parents
+        self._dirty[lo : lo + k] = True
+        self._slot.update(zip(range(start, start + k), range(lo, lo + k)))
+        self.n_rows += k
+
+    def slots(self, pages: np.ndarray) -> np.ndarray:
+        """The rows of ``pages`` in this batch's buffer, reading the missing ones."""
+        slot = self._slot
+        pages = np.asarray(pages, np.int64).ravel()
+        missing = [p for p in dict.fromkeys(pages.tolist()) if p not in slot]
+        if missing:
+            self._load(sorted(missing))
+        return np.fromiter((slot[p] for p in pages.tolist()), np.int64, len(pages))
+
+    def _load(self, pages: list[int]) -> None:
+        with self._snapshot() as txn:
+            found = txn.cursor(db=self.db).getmulti(page_keys(pages))
+            self._room(len(pages))
+            lo = self.n_rows
+            k = 0
+            for key, value in found:
+                if len(value) != COLD_RECORD.itemsize:
+                    raise CorruptDatabase(f"page record {key_page(key)} has {len(value)} bytes (corrupt database)")
+                self._rows[lo + k] = np.frombuffer(value, COLD_RECORD, 1)[0]
+                self._slot[key_page(key)] = lo + k
+                k += 1
+        if k != len(pages):
+            gone = next(p for p in pages if p not in self._slot)
+            raise CorruptDatabase(f"page {gone} has no record (corrupt database)")
+        self.n_rows += k
+
+    def preload(self, pages: np.ndarray) -> None:
+        """Read the records of ``pages`` now (one read for a batch's pages)."""
+        self.slots(pages)
+
+    def get(self, name: str, pages: np.ndarray) -> np.ndarray:
+        """Field ``name`` of ``pages`` (a copy)."""
+        slots = self.slots(pages)  # first: reading may reallocate the rows
+        return self._rows[name][slots]
+
+    def get1(self, name: str, page: int) -> Any:
+        """Field ``name`` of one page (a Python scalar, or bytes for ``fp``)."""
+        slot = self._slot.get(page)
+        if slot is None:
+            slot = int(self.slots(np.array([page]))[0])
+        value = self._rows[name][slot]
+        return bytes(value) if name == "fp" else value.item()
+
+    def set(self, name: str, pages: np.ndarray, values: Any) -> None:
+        """Set field ``name`` of ``pages`` (written at the next commit)."""
+        slots = self.slots(pages)
+        self._rows[name][slots] = values
+        self._dirty[slots] = True
+
+    def set1(self, name: str, page: int, value: Any) -> None:
+        """Set field ``name`` of one page."""
+        slot = self._slot.get(page)
+        if slot is None:
+            slot = int(self.slots(np.array([page]))[0])
+        self._rows[name][slot] = value
+        self._dirty[slot] = True
+
+    def write(self, txn: Any) -> None:
+        """Write the changed and new records in ``txn``."""
+        slots = np.flatnonzero(self._dirty[: self.n_rows])
+        if not len(slots):
+            return
+        by_slot = {s: p for p, s in self._slot.items()}
+        pages = np.fromiter((by_slot[s] for s in slots.tolist()), np.int64, len(slots))
+        order = np.argsort(pages)
+        pages, slots = pages[order], slots[order]
+        raw = self._rows[slots].tobytes()
+        size = COLD_RECORD.itemsize
+        items = [(k, raw[i * size : (i + 1) * size]) for i, k in enumerate(page_keys(pages))]
+        txn.cursor(db=self.db).putmulti(items)
+
+    def written(self) -> None:
+        """The batch was committed (or dropped): forget its records."""
+        self._slot.clear()
+        self.n_rows = 0
+        self._dirty[:] = False
+        if len(self._rows) > 1 << 16:
+            self._rows = np.empty(256, COLD_RECORD)
+            self._dirty = np.zeros(256, bool)
+
+    def read_all(self, txn: Any, n: int, path: str) -> np.ndarray:
+        """The records of pages ``0 .. n-1`` as of ``txn`` (tools)."""
+        out = np.empty(n, COLD_RECORD)
+        size = COLD_RECORD.itemsize
+        i = 0
+        cur = txn.cursor(db=self.db)
+        for key, value in cur:
+            page = key_page(key)
+            if page != i or len(value) != size:
+                if page >= n:
+                    break
+                raise CorruptDatabase(f"{path}: page record {i} missing or damaged (corrupt database)")
+            out[i] = np.frombuffer(value, COLD_RECORD, 1)[0]
+            i += 1
+            if i == n:
+                break
+        if i != n:
+            raise CorruptDatabase(f"{path}: {n - i} of {n} page records missing (corrupt database)")
+        return out
+
+
+class TableColdRecords:
+    """:class:`ColdRecords`' interface over a table holding every field
+    (tools, and a crawl of a database opened with every field in memory):
+    sets write the table and mark the pages changed."""
+
+    def __init__(self, table: VertexTable, touch: Callable[[Any], None]) -> None:
+        self.table = table
+        self.touch = touch
+
+    def create(self, start: int, k: int, fps: np.ndarray, parents: Any = None) -> None:
+        t = self.table
+        t.fp[start : start + k] = fps
+        if parents is not None:
+            t.parent[start : start + k] = parents
+
+    def preload(self, pages: np.ndarray) -> None:
+        pass
+
+    def get(self, name: str, pages: np.ndarray) -> np.ndarray:
+        return getattr(self.table, name)[np.asarray(pages, np.int64)]
+
+    def get1(self, name: str, page: int) -> Any:
+        value = getattr(self.table, name)[page]
+        return bytes(value) if name == "fp" else value.item()
+
+    def set(self, name: str, pages: np.ndarray, values: Any) -> None:
+        pages = np.asarray(pages, np.int64)
+        getattr(self.table, name)[pages] = values
+        self.touch(pages)
+
+    def set1(self, name: str, page: int, value: Any) -> None:
+        getattr(self.table, name)[page] = value
+        self.touch(page)
+
+
+class ColdView:
+    """Field ``name`` of every page, read (and written) through ``cold`` as
+    if it were an array: what :class:`CompactTable` gives for a cold field.
+    Each access is a read of the page database: for tools and tests, not
+    for code that runs once per link."""
+
+    def __init__(self, cold: ColdRecords, name: str, table: VertexTable) -> None:
+        self.cold, self.name, self.table = cold, name, table
+
+    def _pages(self, idx: Any) -> tuple[np.ndarray, bool]:
+        if isinstance(idx, slice):
+            return np.arange(self.table.n)[idx], False
+        arr = np.asarray(idx)
+        if arr.dtype == bool:
+            return np.flatnonzero(arr), False
+        return arr.astype(np.int64).ravel(), arr.ndim == 0
+
+    def __getitem__(self, idx: Any) -> Any:
+        pages, scalar = self._pages(idx)
+        values = self.cold.get(self.name, pages)
+        return values[0] if scalar else values
+
+    def __setitem__(self, idx: Any, values: Any) -> None:
+        pages, _ = self._pages(idx)
+        self.cold.set(self.name, pages, values)
+
+    def __len__(self) -> int:
+        return self.table.n
+
+
+class CompactTable(VertexTable):
+    """The hot fields in memory, the cold ones read through ``cold`` on
+    access (:class:`ColdView`)."""
+
+    def __init__(self, capacity: int = 1024, fields: tuple = (), cold: Any = None) -> None:
+        super().__init__(capacity, fields)
+        self.cold = cold
+
+    def __getattr__(self, name: str) -> Any:
+        if name in COLD_NAMES and self.__dict__.get("cold") is not None:
+            return ColdView(self.cold, name, self)
+        raise AttributeError(name)
+
+
+__all__ = ["ColdRecords", "ColdView", "CompactTable", "TableColdRecords"]

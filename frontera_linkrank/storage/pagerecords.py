@@ -1,0 +1,217 @@
+"""The page records of a page database: hot fields in memory, cold ones in
+LMDB (opened ``compact``), or every field in memory (tools); the
+fingerprint index, the hosts' page lists, and the upgrade of schema 2.
+
+:class:`PageRecords` is a part of :class:`~.pagedb.PageDB` (a mixin, as
+:class:`~.features.FeatureTables` is): it reads the database's tables
+and metadata through it.
+
+Opened ``compact`` (a crawl), only the pages' hot fields are in memory
+(:attr:`PageDB.vertices`, 28 bytes a page); the cold ones are read and
+written through :attr:`PageDB.cold` for the pages of the batch at hand,
+and fingerprints are looked up in the ``fps`` table. Otherwise (tools)
+every field of every page is loaded into :attr:`PageDB.vertices`, and
+:attr:`PageDB.cold` reads and writes it there.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ..numeric import unique
+from .coldrecords import ColdRecords, CompactTable
+from .environment import begin_read
+from .errors import CorruptDatabase, PageDBError
+from .keys import page_keys
+from .meta import SCHEMA_VERSION
+from .meta import decode as decode_meta
+from .meta import encode as encode_meta
+from .pagelog import PageLog
+from .vertices import COLD_NAMES, COLD_RECORD, F_CRAWLED, HOT_FIELDS, MAX_DEPTH, RECORD_V2, VertexTable
+
+logger = logging.getLogger(__name__)
+
+
+class PageRecords:
+    """Page records, fingerprints and host lists of a :class:`~.pagedb.PageDB`."""
+
+    # Set by PageDB.
+    compact: bool
+    vertices: Any
+    cold: Any
+    env: Any
+    dbs: dict
+    path: str
+    _fps: Any
+    _fp_index: dict[bytes, int] | None
+    _host_pages: Any
+    _pages: Any
+    _urls: Any
+    _log: Any
+    _hosts: Any
+    _committed_n: int
+
+    def _table(self, capacity: int) -> VertexTable:
+        if self.compact:
+            return CompactTable(capacity, HOT_FIELDS, self.cold if hasattr(self, "cold") else None)
+        return VertexTable(capacity)
+
+    def _load_records(self, txn: Any, doc: dict, n: int) -> VertexTable:
+        """The page table of the snapshot ``txn`` (``n`` pages): the hot
+        fields, and the cold ones unless compact."""
+        table = self._table(max(n, 1024))
+        table.append(n)
+        if doc.get("version") == 2:
+            PageLog(self.dbs[b"vertices"], self.dbs[b"vlog"], record=RECORD_V2).load(txn, table, self.path)
+            table.flags[:n] |= np.where(table.n_crawls[:n] > 0, F_CRAWLED, 0).astype(np.uint8)
+            return table
+        self._log.load(txn, table, self.path)
+        if not self.compact:
+            if self._pages is None:
+                raise CorruptDatabase(f"{self.path}: the table of page records is missing (corrupt database)")
+            table.load_records(ColdRecords(self._pages, self.snapshot).read_all(txn, n, self.path), slice(0, n))
+        return table
+
+    def _upgrade(self, txn: Any, n: int) -> None:
+        """A schema 2 database opened for writing: rewrite its page records
+        as hot records and cold ones, and index its fingerprints (one
+        transaction; then it is read as any schema 3 database)."""
+        txn.abort()
+        old = VertexTable(max(n, 1024))
+        old.append(n)
+        with begin_read(self.env, buffers=True) as rtxn:
+            PageLog(self.dbs[b"vertices"], self.dbs[b"vlog"], record=RECORD_V2).load(rtxn, old, self.path)
+        old.flags[:n] |= np.where(old.n_crawls[:n] > 0, F_CRAWLED, 0).astype(np.uint8)
+        old.depth[:n] = np.minimum(old.depth[:n], MAX_DEPTH)
+        logger.info("%s: upgrading the page database to schema %d (%d pages)", self.path, SCHEMA_VERSION, n)
+
+        def write(wtxn: Any) -> None:
+            wtxn.drop(self.dbs[b"vertices"], delete=False)
+            wtxn.drop(self.dbs[b"vlog"], delete=False)
+            hot = PageLog(self.dbs[b"vertices"], self.dbs[b"vlog"])
+            hot.write(wtxn, old, hot.plan(old, 0, 0))
+            cold = _cold_records(old, np.arange(n))
+            raw, size = cold.tobytes(), cold.dtype.itemsize
+            items = [(k, raw[i * size : (i + 1) * size]) for i, k in enumerate(page_keys(range(n)))]
+            wtxn.cursor(db=self._pages).putmulti(items)
+            wtxn.cursor(db=self._fps.db).putmulti(sorted(zip(old.fingerprints(), page_keys(range(n)))))
+            doc = decode_meta(wtxn.get(b"meta", db=self.dbs[b"meta"]))
+            doc.update(version=SCHEMA_VERSION, vlog_seq=0)
+            wtxn.put(b"meta", encode_meta(doc), db=self.dbs[b"meta"])
+
+        self._write(write)
+        with begin_read(self.env, buffers=True) as rtxn:
+            self._load(rtxn)
+
+    def _list_hosts(self) -> None:
+        """A database written before pages were listed by host: list them
+        (once; written with the next commit)."""
+        v, n = self.vertices, self.n_pages
+        order = np.argsort(v.host[:n], kind="stable")
+        self._host_pages.add(v.host[:n][order], order)
+
+    @property
+    def fp_index(self) -> dict[bytes, int]:
+        """dict: 20-byte fingerprint -> page index (built on first use; not
+        for a compact database, which looks them up: :meth:`find_many`)."""
+        if self.compact:
+            raise PageDBError("a compact page database has no fingerprint dict: use find_many")
+        if self._fp_index is None:
+            fps = self.vertices.fingerprints()
+            self._fp_index = dict(zip(fps, range(len(fps))))
+        return self._fp_index
+
+    def find(self, fp: bytes) -> int | None:
+        """Index of the page with fingerprint ``fp`` (20 bytes), or None."""
+        if self.compact:
+            with self._damage("fingerprint index"):
+                return self._fps.find(fp)
+        return self.fp_index.get(fp)
+
+    def find_many(self, fps: list[bytes]) -> list[int | None]:
+        """Indices of the pages with fingerprints ``fps`` (None: unknown)."""
+        if self.compact:
+            with self._damage("fingerprint index"):
+                return self._fps.find_many(fps)
+        get = self.fp_index.get
+        return [get(fp) for fp in fps]
+
+    def fingerprints_of(self, pages: Any) -> np.ndarray:
+        """Fingerprints (``V20``) of ``pages``."""
+        return self.cold.get("fp", pages)
+
+    def add_pages(self, fps: list[bytes], urls: list[str], hosts: Iterable[int], parents: Any = None) -> int:
+        """Append pages (lists of 20-byte fingerprints, URL strings and host
+        ids; ``parents``, an array or a scalar, default none); returns the
+        first new index. Other fields get their defaults."""
+        k = len(fps)
+        v = self.vertices
+        start = v.append(k)
+        if k:
+            v.host[start : start + k] = hosts
+            self._host_pages.add(v.host[start : start + k], np.arange(start, start + k))
+            self.cold.create(start, k, np.frombuffer(b"".join(fps), "V20"), parents)
+        if self.compact:
+            self._fps.add(fps, start)
+        elif self._fp_index is not None:
+            self._fp_index.update(zip(fps, range(start, start + k)))
+        self._urls.put_many(range(start, start + k), urls)
+        return start
+
+    def pages_of(self, host: int) -> np.ndarray:
+        """Every page listed under ``host`` (committed, and this batch's)."""
+        with self.snapshot() as txn, self._damage("host page lists"):
+            return self._host_pages.pages(txn, host)
+
+    def replace_pages(self, host: int, pages: np.ndarray) -> None:
+        """Make ``pages`` the whole list of ``host`` (written at the next commit)."""
+        self._host_pages.replace(host, pages)
+
+    def touch(self, idx: int | np.ndarray | list[int]) -> None:
+        """Mark pages (an index or an array of indices) changed in this batch."""
+        self._log.touch(idx)
+
+    def urls(self, idx: Iterable[int] | np.ndarray, txn: Any = None) -> list[str | None]:
+        """URLs of the pages ``idx`` (list of str; committed pages and pages
+        added in the current batch; None beyond)."""
+        if txn is None:
+            with self.snapshot() as own:
+                out = self._urls.get_list(idx, own)
+        else:
+            out = self._urls.get_list(idx, txn)
+        if None in out:
+            # Every page has had its URL since it was added: a missing one is damage.
+            pages = np.asarray(idx, np.int64).tolist()
+            missing = [i for i, u in zip(pages, out) if u is None and 0 <= i < self.n_pages]
+            if missing:
+                raise CorruptDatabase(f"{self.path}: page {missing[0]} has no URL (corrupt database)")
+        return out
+
+    def url(self, i: int, txn: Any = None) -> str | None:
+        """URL of page ``i`` (see :meth:`urls`)."""
+        return self.urls([i], txn)[0]
+
+    def _cold_items(self, n: int) -> tuple[list, list]:
+        """Every field in memory: the cold records of the pages changed in
+        this batch and the new ones, and the fingerprints of the new ones."""
+        v = self.vertices
+        pages = unique(np.concatenate((self._log.dirty(), np.arange(self._committed_n, n, dtype=np.int64))))
+        recs = _cold_records(v, pages)
+        raw, size = recs.tobytes(), recs.dtype.itemsize
+        keys = page_keys(pages)
+        items = [(k, raw[i * size : (i + 1) * size]) for i, k in enumerate(keys)]
+        new = range(self._committed_n, n)
+        fps = sorted(zip(v.fingerprints()[self._committed_n : n], page_keys(new))) if len(new) else []
+        return items, fps
+
+
+def _cold_records(table: VertexTable, pages: np.ndarray) -> np.ndarray:
+    """The cold records (:data:`~.vertices.COLD_RECORD`) of ``pages`` of a table with every field."""
+    out = np.empty(len(pages), COLD_RECORD)
+    for name in COLD_NAMES:
+        out[name] = getattr(table, name)[pages]
+    return out
