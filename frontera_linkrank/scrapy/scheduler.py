@@ -68,7 +68,6 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Callable
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -76,27 +75,27 @@ from scrapy import signals
 from scrapy.core.scheduler import BaseScheduler, Scheduler
 from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.exceptions import CloseSpider, IgnoreRequest
-from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.misc import load_object
 from twisted.internet import task
 from twisted.python.failure import Failure
 
-from ..core.codec import FINGERPRINT_KEY, RETRIED_KEY, OutgoingRequest
+from ..core.codec import FINGERPRINT_KEY, OutgoingRequest
 from ..settings import LinkRankSettings, SettingsError
 from ..storage.urls import RejectedURL, check_url, fingerprint
 from .callbacks import UnusableRequest
 from .config import batch_size, database_path, linkrank_settings, read_seeds_file, slot_capacity
-from .converters import DONT_FRONTIER, FRONTIER_META, fetched_page, key_hex, to_frontier, to_scrapy
+from .converters import DONT_FRONTIER, FRONTIER_META, key_hex, to_frontier, to_scrapy
 from .frontier import LocalFrontier
 from .kept import KeptRequests
 from .middleware import install
+from .outcomes import FrontierErrback, Outcomes
 from .progress import Progress
+from .slots import SlotBuffer
 from .startup import StartFailure
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
-    from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
 
@@ -105,23 +104,9 @@ SEED_CHUNK = 10_000  # seeds per add_seeds call
 EMPTY_RETRY = 1.0  # seconds before asking an empty frontier again without news
 
 
-class _Errback:
-    """The errback of a frontier request: reports the failure, then calls
-    the spider's own errback (or lets Scrapy log the failure as usual)."""
-
-    __slots__ = ("scheduler", "errback", "__weakref__")
-
-    def __init__(self, scheduler: LinkRankScheduler, errback: Callable[[Failure], Any] | None) -> None:
-        self.scheduler = scheduler
-        self.errback = errback
-
-    def __call__(self, failure: Failure) -> Any:
-        # HttpError: the response reached the spider middleware, which reports it.
-        if not failure.check(HttpError):
-            self.scheduler.request_failed(failure.request, failure)
-        if self.errback is None:
-            return failure
-        return self.errback(failure)
+def _lease_of(request: Request) -> tuple[str, str]:
+    info = request.meta[FRONTIER_META]
+    return info["key"], info["url"]
 
 
 def _stat(stats: Any, what: str, where: str) -> None:
@@ -129,7 +114,7 @@ def _stat(stats: Any, what: str, where: str) -> None:
     stats.inc_value(f"scheduler/{what}/{where}")
 
 
-class LinkRankScheduler(BaseScheduler):
+class LinkRankScheduler(Outcomes, BaseScheduler):
     """Scrapy scheduler over the LinkRank frontier (see the module docstring).
 
     Settings: all ``LINKRANK_*`` (docs/settings.md), and Scrapy's
@@ -163,14 +148,9 @@ class LinkRankScheduler(BaseScheduler):
         self._followups: collections.deque[Request] = collections.deque()  # redirects, retries: fetched first
         self._seeds: list[OutgoingRequest] = []  # seeds not yet given to the frontier
         self._pending_keys: set[bytes] = set()  # keys offered and not yet applied by the frontier
-        # slot key -> deque of (sequence, request): leased, not handed to Scrapy
-        self._buffer: dict[str, collections.deque[tuple[int, Request]]] = {}
-        self._n_buffered = 0
-        self._seq = 0
-        self._in_flight: dict[str, tuple[str, str]] = {}  # key (hex) -> (slot key, URL): handed out, not reported
+        self.slots = SlotBuffer()  # requests handed out: waiting for their slot, or in flight
         # requests that could not be stored whole: fetched in this run (.kept)
         self._kept = KeptRequests(lambda: self.manager, self.stats)
-        self._slot_load: collections.Counter[str] = collections.Counter()  # slot key -> requests in flight
         self._reports = 0  # outcomes reported (news that may fill an empty frontier)
         self._empty: tuple[float, int] | None = None  # (time, reports) of the last ask that returned nothing
         self._crawled_base = 0  # pages_crawled of the database when opened
@@ -423,6 +403,14 @@ class LinkRankScheduler(BaseScheduler):
     def _slot_key(self, request: Request) -> str:
         return self.crawler.engine.downloader.get_slot_key(request)
 
+    @property
+    def _in_flight(self) -> dict[str, tuple[str, str]]:
+        return self.slots.in_flight
+
+    @property
+    def _n_buffered(self) -> int:
+        return len(self.slots)
+
     def _capacity(self, key: str) -> int:
         downloader = self.crawler.engine.downloader
         slot = downloader.slots.get(key)
@@ -432,10 +420,8 @@ class LinkRankScheduler(BaseScheduler):
     def _ask(self) -> None:
         n = int(min(self.batch_size - self._n_buffered, self._budget_left()))
         downloader = self.crawler.engine.downloader
-        overused = {k for k, load in self._slot_load.items() if load >= self._capacity(k)}
-        overused.update(self._buffer)  # hosts with requests waiting here get no more
         frequests = self.manager.get_next_requests(
-            n, key_type="ip" if downloader.ip_concurrency else "domain", overused_keys=sorted(overused)
+            n, key_type="ip" if downloader.ip_concurrency else "domain", overused_keys=self.slots.busy(self._capacity)
         )
         if not getattr(self.manager, "pending", lambda: 1)():
             self._pending_keys.clear()  # all applied: the frontier knows them
@@ -451,12 +437,9 @@ class LinkRankScheduler(BaseScheduler):
             except UnusableRequest as e:
                 self._drop(fr, e)
                 continue
-            request.errback = _Errback(self, request.errback)
-            key = self._slot_key(request)
-            self._buffer.setdefault(key, collections.deque()).append((self._seq, request))
-            self._seq += 1
+            request.errback = FrontierErrback(self, request.errback)
+            self.slots.add(self._slot_key(request), request)
             n += 1
-        self._n_buffered += n
         self.stats.inc_value("linkrank/requests", n)
 
     def _drop(self, frequest: Any, error: UnusableRequest) -> None:
@@ -468,131 +451,8 @@ class LinkRankScheduler(BaseScheduler):
         self.stats.inc_value("linkrank/dropped")
 
     def _pop_ready(self) -> Request | None:
-        """The best buffered request whose slot has room, or None."""
-        best = None
-        for key, queue in self._buffer.items():
-            if self._slot_load[key] < self._capacity(key) and (best is None or queue[0][0] < best[1]):
-                best = (key, queue[0][0])
-        if best is None:
-            return None
-        key = best[0]
-        queue = self._buffer[key]
-        _, request = queue.popleft()
-        if not queue:
-            del self._buffer[key]
-        self._n_buffered -= 1
-        info = request.meta[FRONTIER_META]
-        self._in_flight[info["key"]] = (key, info["url"])
-        self._slot_load[key] += 1
-        return request
-
-    # -- outcomes (called by the spider middleware and the errback) ------------------------
-    def _finish(self, meta: dict[str, Any]) -> tuple[str, str] | None:
-        """Mark the frontier request of ``meta`` finished: its (key, URL),
-        or None if it is not one in flight (not a frontier request, or
-        already reported)."""
-        info = meta.get(FRONTIER_META)
-        if not isinstance(info, dict) or info.get("refetch"):
-            return None
-        key = info.get("key")
-        if self._release(key) is None:
-            return None
-        self._reports += 1
-        return key, info.get("url")
-
-    def _release(self, key: Any) -> Any:
-        """Forget the in-flight request ``key`` and free its slot; the slot key, or None."""
-        out = self._in_flight.pop(key, None)
-        if out is None:
-            return None
-        slot = out[0]
-        self._slot_load[slot] -= 1
-        if self._slot_load[slot] <= 0:
-            del self._slot_load[slot]
-        return slot
-
-    def response_done(self, response: Response, links: list[OutgoingRequest]) -> None:
-        """A response of the crawl and the frontier links its page yielded.
-        Reported once per frontier request; links of pages the frontier
-        did not hand out enter it as seeds."""
-        if self.manager is None:
-            return
-        self._kept.take(links)
-        done = self._finish(response.meta) or self._refetched(response.meta)
-        if done is None:
-            if links:
-                self._seeds.extend(links)
-            return
-        key, url = done
-        if self._kept:
-            self._kept.done(key)
-        chain = list(response.meta.get("redirect_urls") or ())
-        if chain and not self._same_page(chain[0], key):
-            chain = []  # (a request not keyed by its URL alone: recorded as the page's response)
-        page = fetched_page(response, url, key.encode("ascii"), chain)
-        self.manager.page_crawled(page)
-        self._fetched += 1 + len(set(chain))
-        if links:
-            self.manager.links_extracted(page.request, links)
-        self.stats.inc_value("linkrank/links_extracted", len(links))
-
-    def _refetched(self, meta: dict[str, Any]) -> tuple[str, str] | None:
-        """The (key, URL) of a ``dont_filter`` refetch whose page was fetched
-        before: recorded as a new fetch of it. (A page still queued or
-        leased is fetched by the frontier too, as Scrapy fetches each
-        ``dont_filter`` request: its refetch is not recorded.)"""
-        info = meta.get(FRONTIER_META)
-        if not (isinstance(info, dict) and info.get("refetch")):
-            return None
-        fetched = getattr(self.manager, "fetched", None)
-        if fetched is None or not fetched(bytes.fromhex(info["key"])):
-            return None
-        return info["key"], info["url"]
-
-    @staticmethod
-    def _same_page(url: str, key: str) -> bool:
-        try:
-            return fingerprint(url).hex() == key
-        except RejectedURL:
-            return False
-
-    def request_failed(self, request: Request, failure: Failure) -> None:
-        """A frontier request failed without a response (network error,
-        refused by robots.txt or another downloader middleware)."""
-        done = self._finish(request.meta) if self.manager is not None else None
-        if done is None:
-            return
-        key, url = done
-        meta: dict[bytes, Any] = {FINGERPRINT_KEY: key.encode("ascii")}
-        if failure.check(IgnoreRequest) or request.meta.get("dont_retry"):
-            # Permanent (robots.txt, offsite, too many redirects) or not to be retried.
-            meta[b"dont_retry"] = True
-        elif self._scrapy_retries:
-            meta[RETRIED_KEY] = True  # Scrapy retried it already: the frontier does not
-        exc = failure.value
-        self.manager.request_error(OutgoingRequest(url, meta=meta), f"{type(exc).__name__}: {exc}"[:1000])
-        self._failed += 1
-        self.stats.inc_value(f"linkrank/errors/{type(exc).__name__}")
-
-    # -- lost requests and the end of the crawl ----------------------------------------------
-    def _engine_idle(self) -> bool:
-        engine = self.crawler.engine
-        slot = getattr(engine.scraper, "slot", None)
-        return not engine.downloader.active and (slot is None or slot.is_idle())
-
-    def _reclaim_lost(self) -> None:
-        """Requests handed out whose outcome never came back (a component
-        dropped them, or replaced them with requests of its own): given up,
-        so the crawl does not wait for them."""
-        lost = list(self._in_flight.items())
-        logger.warning("%d requests handed out never came back from Scrapy (dropped or replaced by a component): "
-                       "recorded as failed", len(lost))
-        for key, (_, url) in lost:
-            self._release(key)
-            meta = {FINGERPRINT_KEY: key.encode("ascii"), b"dont_retry": True}
-            self.manager.request_error(OutgoingRequest(url, meta=meta), "lost in Scrapy")
-        self._reports += 1
-        self.stats.inc_value("linkrank/lost", len(lost))
+        """The best waiting request whose slot has room, or None."""
+        return self.slots.pop_ready(self._capacity, _lease_of)
 
     def _spider_idle(self, spider: Spider | None = None) -> None:
         if self.manager is not None and getattr(self.manager, "stopped", None) is not None:
