@@ -47,7 +47,7 @@ class Priorities:
         self.levels: dict[int, int] = {}
         self.pages = 0  # pages given a priority (the metadata section's count)
         self._db = db  # its metadata section is written once a page has a priority
-        self._owned = False
+        self._owned = db is None or bool(getattr(db, "readonly", False))
 
     def note(self, page: int, meta: Any) -> None:
         """Page ``page`` was made by a request with ``meta``: keep its priority."""
