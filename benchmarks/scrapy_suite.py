@@ -18,11 +18,11 @@ are the modules listed in :data:`CANDIDATES` (``--modules`` to choose).
 Scrapy's test dependencies (pytest-twisted, testfixtures...) are installed
 from PyPI into a venv of their own in the work folder, which sees this
 environment's packages (so this project and the installed Scrapy) through
-a ``.pth`` file; this environment is not changed. Takes 10-20 minutes.
+a ``.pth`` file; this environment is not changed.
 
-    python benchmarks/scrapy_suite.py                       # everything
+    python benchmarks/scrapy_suite.py                       # everything (10-20 minutes)
     python benchmarks/scrapy_suite.py --modules test_crawl test_engine
-    python benchmarks/scrapy_suite.py --only ours --modules test_crawl   # ours alone, no comparison
+    python benchmarks/scrapy_suite.py --ours-only --modules test_engine_loop   # against the last full run
 """
 
 import argparse
@@ -182,7 +182,8 @@ def main(argv=None):
     parser.add_argument("--workdir", default=os.path.join(ROOT, "build", "scrapy-suite"),
                         help="where the source, the venv and the logs go (default: build/scrapy-suite)")
     parser.add_argument("--modules", nargs="+", default=CANDIDATES, help="test modules (default: the candidates)")
-    parser.add_argument("--only", choices=("scrapy", "ours"), help="run with one scheduler only")
+    parser.add_argument("--ours-only", action="store_true",
+                        help="run with LinkRankScheduler only, against the last run with Scrapy's in --workdir")
     parser.add_argument("--timeout", type=int, default=120, help="seconds a test may take (pytest-timeout)")
     args = parser.parse_args(argv)
     version = importlib.metadata.version("scrapy")
@@ -190,19 +191,17 @@ def main(argv=None):
     src, python = prepare(args.workdir, version)
     out = os.path.join(args.workdir, "results")
     os.makedirs(out, exist_ok=True)
-    theirs, crawled = ({}, set())
-    if args.only != "ours":
+    if args.ours_only:
+        if not os.path.exists(os.path.join(out, "scrapy.xml")):
+            sys.exit(f"no run with Scrapy's scheduler in {out}: run without --ours-only first")
+        theirs = read_junit(os.path.join(out, "scrapy.xml"))
+        opened = os.path.join(out, "scrapy.opened")
+        crawled = set(open(opened).read().split()) if os.path.exists(opened) else set()
+    else:
         theirs, crawled = run_suite(src, python, args.modules, None, os.path.join(out, "scrapy"), args.timeout)
-    crawling = {opened_module(n) for n in crawled} | {m for m in args.modules if m in REQUIRED}
-    if args.only == "scrapy":
-        return report(theirs, theirs, crawling)
-    modules = [m for m in args.modules if m in crawling] if theirs else args.modules
-    ours, _ = run_suite(src, python, modules, OURS, os.path.join(out, "ours"), args.timeout)
-    if not theirs:
-        theirs = {k: v for k, v in ours.items()}
-        crawling = {module_of(k) for k in ours}
-        print("(no run with Scrapy's scheduler: the table counts the tests that ran)")
-        theirs = {k: ("passed", "", v[2]) for k, v in ours.items() if v[0] != "skipped"}
+    crawling = ({opened_module(n) for n in crawled} | set(REQUIRED)) & set(args.modules)
+    ours, _ = run_suite(src, python, [m for m in args.modules if m in crawling], OURS, os.path.join(out, "ours"),
+                        args.timeout)
     report(theirs, ours, crawling)
 
 
