@@ -20,7 +20,9 @@ logger = logging.getLogger("frontera_linkrank.scrapy.scheduler")
 
 
 def _duration(seconds: float) -> str:
-    """>>> _duration(59), _duration(3600 * 5 + 60 * 7), _duration(86400 * 3)
+    """A duration as a person reads it.
+
+    >>> _duration(59), _duration(3600 * 5 + 60 * 7), _duration(86400 * 3)
     ('59 s', '5 h 07 min', '3 d 0 h')
     """
     seconds = int(seconds)
