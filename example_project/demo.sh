@@ -2,7 +2,7 @@
 # `make demo`: serve the Hollins web graph (`hollins`, shipped with the
 # package in frontera_linkrank/data/hollins) on 127.0.0.1 as an HTTP proxy,
 # crawl it with `scrapy crawl example` through that local web, print the 20
-# most important pages, stop the web. Run from the repository root; nothing
+# most important pages (by the PageRank the crawl computed), stop the web. Run from the repository root; nothing
 # leaves the machine.
 set -eu
 BIN=${BIN:-.venv/bin}
@@ -37,4 +37,4 @@ rm -rf example_project/crawl_db
 (cd example_project && http_proxy="http://127.0.0.1:$port" "$ROOT/$BIN/scrapy" crawl example)
 
 echo
-"$BIN/frontera-linkrank" top example_project/crawl_db -n 20
+"$BIN/frontera-linkrank" top example_project/crawl_db -n 20 --by pagerank

@@ -78,21 +78,31 @@ def deadline(seconds):
 
 
 def best_of_3(f):
+    """The least CPU time of three calls (this thread's: other processes on
+    the machine do not count)."""
     best = float("inf")
     for _ in range(3):
-        t = time.perf_counter()
+        t = time.thread_time()
         f()
-        best = min(best, time.perf_counter() - t)
+        best = min(best, time.thread_time() - t)
     return best
 
 
+# An ordinary page of the same size: what linear time costs here.
+ORDINARY = (b"<html><body>" + b"<p>Some news of the day, <a href='/x?id=1'>more</a>.</p>\n" * 20000)[:1 << 20]
+
+
 @pytest.mark.parametrize("name", list(HOSTILE))
-def test_change_detection_of_any_1_mb_page_takes_under_50_ms(name):
+def test_change_detection_of_any_1_mb_page_costs_what_an_ordinary_page_does(name):
+    """Linear in the input whatever it holds: a hostile 1 MB page costs at
+    most a few times an ordinary 1 MB page (quadratic cases cost thousands
+    of times more: seconds to minutes)."""
     body = HOSTILE[name]
     with deadline(5):
         assert 0 < content_hash(body) < 2**64  # and it does not raise
         took = best_of_3(lambda: content_hash(body))
-    assert took < 0.050, f"{name}: {took * 1000:.1f} ms"
+        ordinary = best_of_3(lambda: content_hash(ORDINARY))
+    assert took < 10 * ordinary + 0.005, f"{name}: {took * 1000:.1f} ms, an ordinary page {ordinary * 1000:.1f} ms"
 
 
 def test_ordinary_pages_keep_their_hashes():
@@ -138,11 +148,8 @@ def test_hostile_pages_are_read_at_once_through_the_frontera_api(make_backend, c
         b'<p>x</p><a href="">home</a>',  # an empty link: AttributeError before
         b"<p>&#" + b"9" * 5000 + b";</p>",  # ValueError (int() of 5,000 digits) before
     ]
-    with deadline(10):
-        t = time.perf_counter()
+    with deadline(10):  # each took 23 s and more before
         for r, body in zip(reqs, bodies):
             b.page_crawled(Response(r.url, status_code=200, body=body, headers={}, request=r))
         b.get_next_requests(0)
-        took = time.perf_counter() - t
-    assert took < 1.0
     assert all(b.db.vertices.state[page_index(b.db, u)] == CRAWLED for u in urls)

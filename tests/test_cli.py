@@ -75,7 +75,8 @@ def test_dump_info(crawled, capsys):
     code, out, _ = run(dump.main, ["info", db_path], capsys)
     lines = out.splitlines()
     assert code == 0
-    header = "hash index url first_crawl last_crawl n_changes n_crawls depth score importance pagerank authority hub"
+    header = ("hash index url first_crawl last_crawl n_changes n_crawls depth score importance pagerank authority hub "
+              "priority key")
     assert lines[0] == header
     rows = [l.split(" ") for l in lines[1:]]
     with PageDB(db_path, readonly=True) as db:
@@ -84,12 +85,13 @@ def test_dump_info(crawled, capsys):
         assert {r[2] for r in rows} == set(db.urls(range(db.n_pages)))
     crawled_urls = {g.urls[v] for v in order}
     for r in rows:
-        assert len(r) == 13 and len(r[0]) == 40
+        assert len(r) == 15 and len(r[0]) == 40
         if r[2] in crawled_urls:
             assert int(r[3]) > 0 and int(r[6]) == 1
         else:
             assert r[3] == "0" and r[6] == "0"
-        assert r[10:] == ["nan", "nan", "nan"]  # no ranking run yet
+        assert r[10:13] == ["nan", "nan", "nan"]  # no ranking run yet
+        assert r[13] == "0"  # no request priorities
     imp = np.array([float(r[9]) for r in rows])
     assert abs(imp.sum() - 1) < 1e-9
     code, out, _ = run(dump.main, ["info", db_path, "--sort", "importance", "--top", "5"], capsys)
@@ -251,9 +253,12 @@ def test_import_of_a_dump_pair_rebuilds_the_crawled_database(crawled, tmp_path, 
         assert run(dump.main, ["links", copy], capsys)[1] == links_text
         a = [l.split(" ") for l in info.splitlines()]
         b = [l.split(" ") for l in info2.splitlines()]
-        importance = a[0].index("importance")
-        # Every column but the AOPIC importance (cash is not copied) is identical.
-        assert [r[:importance] + r[importance + 1 :] for r in a] == [r[:importance] + r[importance + 1 :] for r in b]
+        importance, key = a[0].index("importance"), a[0].index("key")
+        # Every column but the AOPIC importance and the cash policy's key
+        # (cash is not copied) is identical.
+        assert [r[:importance] + r[importance + 1 : key] for r in a] == [
+            r[:importance] + r[importance + 1 : key] for r in b
+        ]
         assert run(importer.main, argv, capsys)[0] == 0
     assert run(check.main, [copy], capsys)[0] == 0
     with PageDB(db_path, readonly=True) as old, PageDB(copy, readonly=True) as new:

@@ -69,7 +69,13 @@ class InLinks(Policy):
         return False
 
 
-register(InLinks)
+@pytest.fixture(autouse=True, scope="module")
+def registered():
+    """The policy is registered for this module's tests only (the settings
+    document lists the registered policies)."""
+    register(InLinks)
+    yield
+    POLICIES.pop(InLinks.name, None)
 
 
 def test_a_policy_registered_outside_the_package_is_a_valid_setting():

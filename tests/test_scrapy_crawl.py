@@ -99,7 +99,7 @@ def test_crawl_fetches_every_page_once_and_records_errors(tmp_path):
         1 / stats["linkrank/history_total"]
     )
     assert 0 <= stats["linkrank/omega_cash"] <= 1
-    assert f"LinkRank (end): {len(want)} pages crawled" in out.stdout  # the progress line
+    assert f"LinkRank (end): crawled {len(want)} pages at " in out.stdout  # the progress line
     check = subprocess.run([os.path.join(BIN, "page_db_check"), db_path], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
     top = subprocess.run(

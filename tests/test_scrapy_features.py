@@ -14,7 +14,7 @@ import pytest
 from scrapy.settings import Settings
 
 from crawlweb import TestWebServer, multi_host_graph, run_crawl, scrapy_stats
-from frontera_linkrank.scrapy.scheduler import frontera_settings, read_seeds_file
+from frontera_linkrank.scrapy.config import batch_size, linkrank_settings, read_seeds_file
 from frontera_linkrank.settings import SettingsError
 from frontera_linkrank.simulation.datasets import load_graph
 from frontera_linkrank.storage.pagedb import PageDB
@@ -178,26 +178,25 @@ def test_page_budget_survives_restarts(tmp_path):
 )
 def test_bad_settings_are_named(values, message):
     with pytest.raises(SettingsError, match=re.escape(message)):
-        frontera_settings(Settings(values))
+        linkrank_settings(Settings(values))
 
 
 def test_scrapy_settings_reach_the_frontier():
-    fs, s = frontera_settings(
-        Settings(
-            {
-                "LINKRANK_POLICY": "FIFO",
-                "LINKRANK_MAX_PAGES": "500",
-                "CONCURRENT_REQUESTS": 32,
-                "CONCURRENT_REQUESTS_PER_DOMAIN": 3,
-            }
-        )
+    scrapy_settings = Settings(
+        {
+            "LINKRANK_POLICY": "FIFO",
+            "LINKRANK_MAX_PAGES": "500",
+            "CONCURRENT_REQUESTS": 32,
+            "CONCURRENT_REQUESTS_PER_DOMAIN": 3,
+        }
     )
+    s = linkrank_settings(scrapy_settings)
     assert (s.POLICY, s.MAX_PAGES) == ("fifo", 500)
-    assert fs.BACKEND == "frontera_linkrank.LinkRankBackend"
-    assert fs.MAX_NEXT_REQUESTS == 32  # LINKRANK_BATCH_SIZE 0: CONCURRENT_REQUESTS
-    assert fs.get("LINKRANK_MAX_REQUESTS_PER_HOST") == 6  # 3 per slot x factor 2
-    fs, _ = frontera_settings(Settings({"LINKRANK_MAX_REQUESTS_PER_HOST": 1, "LINKRANK_BATCH_SIZE": 7}))
-    assert fs.get("LINKRANK_MAX_REQUESTS_PER_HOST") == 1 and fs.MAX_NEXT_REQUESTS == 7
+    assert batch_size(scrapy_settings, s) == 32  # LINKRANK_BATCH_SIZE 0: CONCURRENT_REQUESTS
+    assert s.MAX_REQUESTS_PER_HOST == 6  # 3 per slot x factor 2
+    scrapy_settings = Settings({"LINKRANK_MAX_REQUESTS_PER_HOST": 1, "LINKRANK_BATCH_SIZE": 7})
+    s = linkrank_settings(scrapy_settings)
+    assert s.MAX_REQUESTS_PER_HOST == 1 and batch_size(scrapy_settings, s) == 7
 
 
 def test_configuration_errors_stop_scrapy_crawl(tmp_path):
@@ -224,5 +223,5 @@ def test_settings_templates_are_valid(name):
     with open(os.path.join(TEMPLATES, name + ".py")) as f:
         exec(f.read(), values)
     settings = Settings({k: v for k, v in values.items() if k.isupper()})
-    frontera_settings(settings)  # every LINKRANK_* known and valid
+    linkrank_settings(settings)  # every LINKRANK_* known and valid
     assert settings.getdict("ADDONS") == {"frontera_linkrank.scrapy.Addon": 0}

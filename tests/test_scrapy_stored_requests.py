@@ -182,7 +182,7 @@ def test_generic_spiders_keep_their_dispatchers():
     from scrapy.spiders import CrawlSpider, Rule
 
     from frontera_linkrank.scrapy.callbacks import UnusableRequest, spider_method
-    from frontera_linkrank.scrapy.converters import to_frontera
+    from frontera_linkrank.scrapy.converters import to_frontier
 
     class Rules(CrawlSpider):
         name = "rules"
@@ -192,7 +192,7 @@ def test_generic_spiders_keep_their_dispatchers():
             pass
 
     crawl, plain = Rules(), Spider(name="plain")
-    fr = to_frontera(Request("http://a.test/", callback=crawl._callback, errback=crawl._errback), crawl)
+    fr = to_frontier(Request("http://a.test/", callback=crawl._callback, errback=crawl._errback), crawl)
     assert fr.meta[b"scrapy_callback"] == "_callback" and fr.meta[b"scrapy_errback"] == "_errback"
     assert spider_method(crawl, "_callback") == crawl._callback
     with pytest.raises(UnusableRequest, match="'_callback' refused"):

@@ -13,7 +13,7 @@ from frontera_linkrank import default_settings
 from frontera_linkrank.recrawl.scheduler import POLICIES as RECRAWL_POLICIES
 from frontera_linkrank.scheduling.policies import POLICIES
 from frontera_linkrank.scoring import aopic, ranker
-from frontera_linkrank.scrapy.scheduler import frontera_settings
+from frontera_linkrank.scrapy.config import linkrank_settings
 from frontera_linkrank.settings import TABLE, LinkRankSettings, SettingsError
 from frontera_linkrank.settings.kinds import Float, Int, Kind
 from frontera_linkrank.settings.markdown import BEGIN, markdown_document, markdown_table, readme_block
@@ -163,7 +163,7 @@ def test_unknown_name_is_refused_in_a_dict_and_through_scrapy():
     with pytest.raises(SettingsError, match="unknown setting LINKRANK_POLCY"):
         LinkRankSettings(ScrapySettings({"LINKRANK_POLCY": "fifo"}))
     with pytest.raises(SettingsError, match="unknown setting LINKRANK_POLCY"):
-        frontera_settings(ScrapySettings({"LINKRANK_POLCY": "fifo"}))
+        linkrank_settings(ScrapySettings({"LINKRANK_POLCY": "fifo"}))
     # Other settings of the project are not ours to check.
     assert LinkRankSettings({"CONCURRENT_REQUESTS": 8, "BACKEND": "x"}).POLICY == "hybrid-push"
 

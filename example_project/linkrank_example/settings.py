@@ -12,6 +12,8 @@ NEWSPIDER_MODULE = "linkrank_example.spiders"
 ADDONS = {"frontera_linkrank.scrapy.Addon": 0}
 
 # The page database (created on first use; a second `scrapy crawl` resumes).
+# Without it a crawl keeps its database in JOBDIR, or in a fresh folder of
+# its own (Scrapy's convention for a crawl's state).
 LINKRANK_PATH = "crawl_db"
 # Seed URLs, one per line.
 LINKRANK_SEEDS_FILE = "seeds.txt"

@@ -18,6 +18,7 @@ from ..scoring.aopic import Aopic
 from ..storage.pagedb import PageDB
 from ..storage.vertices import NO_PAGE, STATE_NAMES
 from .common import SCORE_NAMES, books, fmt_float, fp_hex, printable_url, scores
+from .queued import policy_keys, priorities
 
 
 def _int_text(values: Any) -> list[str]:
@@ -68,8 +69,9 @@ class Column:
 # Column name -> how the text of its values is written.
 _TEXT: dict[str, Callable[[Any], list[str]]] = {
     "hash": _as_is, "url": _url_text, "host": _as_is, "state": _as_is,
-    **dict.fromkeys(("index", "status", "depth", "parent", "n_crawls", "n_changes", "n_out", "errors"), _int_text),
-    **dict.fromkeys(("first_crawl", "last_crawl", "score", "cash", "history", "importance") + SCORE_NAMES,
+    **dict.fromkeys(("index", "status", "depth", "parent", "n_crawls", "n_changes", "n_out", "errors", "priority"),
+                    _int_text),
+    **dict.fromkeys(("first_crawl", "last_crawl", "score", "cash", "history", "importance", "key") + SCORE_NAMES,
                     _float_text),
 }  # fmt: skip
 NAMES = tuple(_TEXT)
@@ -93,6 +95,10 @@ def _values(db: PageDB, name: str, aopic: Callable[[], Aopic]) -> np.ndarray:
         return aopic().importance()
     if name in SCORE_NAMES:
         return scores(db, name)
+    if name == "key":  # the crawl policy's, as the queue compares it (.queued)
+        return policy_keys(db)[1]
+    if name == "priority":
+        return priorities(db)
     field = getattr(v, name)[:n]
     return field.astype(np.int64) if _TEXT[name] is _int_text else field.astype(np.float64)
 

@@ -5,11 +5,13 @@
 
 ``info`` prints a header naming the columns, then one line per page::
 
-    hash index url first_crawl last_crawl n_changes n_crawls depth score importance pagerank authority hub
+    hash index url first_crawl last_crawl n_changes n_crawls depth score importance pagerank authority hub priority key
 
 ``hash`` is the page's fingerprint (SHA-1 of its canonical URL, hex),
 times are UNIX seconds (0 when never), ``importance`` is the AOPIC
-estimate, and a value not computed yet is ``nan``. ``links`` prints
+estimate, ``priority`` the page's request priority, ``key`` what the crawl
+policy orders the queue by (``frontera-linkrank top --queued``), and a value
+not computed yet is ``nan``. ``links`` prints
 ``from to`` page indices, one current link per line, sorted.
 Whitespace inside a URL is printed percent-encoded, so columns stay
 space-separated.
@@ -28,7 +30,7 @@ from .common import Argv, fp_hex, open_db, parser, tool, write_lines
 
 COLUMNS = (
     "hash", "index", "url", "first_crawl", "last_crawl", "n_changes", "n_crawls",
-    "depth", "score", "importance", "pagerank", "authority", "hub",
+    "depth", "score", "importance", "pagerank", "authority", "hub", "priority", "key",
 )  # fmt: skip
 CHUNK = 10_000
 

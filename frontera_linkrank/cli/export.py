@@ -4,7 +4,9 @@
 
 One row per page with its URL, host, state, HTTP status, depth, discovery
 parent, crawl counts and times, out-degree, content score, AOPIC cash,
-history and importance, and the stored rankings (nan when not computed).
+history and importance, the stored rankings (nan when not computed), the
+request priority and the key the crawl policy orders the queue by
+(``frontera-linkrank top --queued``).
 The format follows FILE's extension (``.csv``, ``.csv.gz``, ``.parquet``)
 unless given. Parquet needs ``pyarrow`` (``pip install
 frontera_linkrank[parquet]``).
@@ -28,7 +30,7 @@ from .common import Argv, ToolError, open_db, parser, tool
 CHUNK = 100_000
 FIELDS = ("hash", "url", "index", "host", "state", "status", "depth", "parent", "n_crawls", "n_changes",
           "n_out", "errors", "first_crawl", "last_crawl", "score", "cash", "history", "importance",
-          "pagerank", "authority", "hub")  # fmt: skip
+          "pagerank", "authority", "hub", "priority", "key")  # fmt: skip
 
 
 def columns(db: PageDB) -> list[Column]:

@@ -1,11 +1,16 @@
-"""frontera-linkrank top: the most important pages of a page database.
+"""frontera-linkrank top: the most important pages of a page database,
+or the pages the frontier will fetch next.
 
     frontera-linkrank top PATH [-n 20] [--by importance|pagerank|authority|hub] [--crawled]
+    frontera-linkrank top PATH --queued [-n 20] [--policy NAME]
 
 ``importance`` is the AOPIC estimate ``(H + C) / (G + sum C)`` of the last
 commit (docs/algorithms.md §1); the other names are ranking results stored by
-the periodic ranker, when there are any. The database is opened read-only,
-so this works while a crawl writes to it.
+the periodic ranker, when there are any. ``--queued`` lists the queued
+pages in the order the frontier hands them out, with their request
+priority and the key the crawl policy orders them by (the database's
+policy, or ``--policy``; see :mod:`.queued`). The database is opened
+read-only, so this works while a crawl writes to it.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..storage.pagedb import PageDB
-from ..storage.vertices import STATE_NAMES
+from ..storage.vertices import STATE_NAMES, UNFETCHED
 from .common import SCORE_NAMES, Argv, ToolError, books, open_db, parser, printable_url, scores, tool
+from .queued import queued_pages
 
 SCORES = ("importance",) + SCORE_NAMES
 
@@ -53,6 +59,20 @@ def format_top(rows: list[tuple[str | None, float, str]], by: str = "importance"
     return "\n".join(lines)
 
 
+def _value(value: float) -> str:
+    return f"{value:.6f}" if abs(value) >= 1e-6 or value == 0 else f"{value:.3e}"
+
+
+def format_queued(rows: list[tuple[str | None, int, float]], policy: str) -> str:
+    """Rank, priority, key and URL of each queued page, aligned."""
+    if not rows:
+        return "nothing queued"
+    lines = [f"{'rank':>4}  {'priority':>8}  {policy + ' key':>14}  url"]
+    for k, (url, priority, key) in enumerate(rows, 1):
+        lines.append(f"{k:>4}  {priority:>8}  {_value(key):>14}  {printable_url(url)}")
+    return "\n".join(lines)
+
+
 @tool("frontera-linkrank top")
 def main(argv: Argv, prog: str) -> None:
     """Print the best pages of the database at PATH."""
@@ -61,10 +81,21 @@ def main(argv: Argv, prog: str) -> None:
     ap.add_argument("-n", type=int, default=20, help="how many pages (default 20)")
     ap.add_argument("--by", default="importance", choices=SCORES, help="score to rank by (default importance)")
     ap.add_argument("--crawled", action="store_true", help="crawled pages only")
+    ap.add_argument("--queued", action="store_true", help="the queued pages, in the order they are handed out")
+    ap.add_argument("--policy", help="with --queued: the crawl policy (default: the database's)")
     args = ap.parse_args(argv)
     if args.n < 0:
         raise ToolError("-n must be >= 0")
     db = open_db(args.path)
+    if args.queued:
+        try:
+            policy, queued = queued_pages(db, args.n, args.policy)
+            total = int((db.vertices.state[: db.n_pages] == UNFETCHED).sum())
+        finally:
+            db.close()
+        print(f"{args.path}: {total:,} pages queued; the next {len(queued)} by priority, then {policy} key")
+        print(format_queued(queued, policy))
+        return
     try:
         rows = top_pages(db, args.n, args.by, args.crawled)
         total = db.n_pages

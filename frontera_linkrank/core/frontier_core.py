@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 
 from ..recrawl.recrawler import Recrawler
-from ..scheduling.frontier import Frontier
 from ..scheduling.lifecycle import PageLifecycle
 from ..scheduling.policies import POLICIES, PolicyContext, host_class
+from ..scheduling.priority import Priorities, PrioritizedFrontier
 from ..scoring.aopic import Aopic
 from ..scoring.ranker import Ranking
 from ..settings import LinkRankSettings
@@ -132,9 +132,11 @@ class FrontierCore:
         self.policy = policy = POLICIES[s.POLICY](PolicyContext(v, self.aopic, self.ranking.ranks, s, db))
         # Only cash keys rise by a little with every link; other keys
         # carry a common offset that a relative tolerance would blur.
-        self.frontier = Frontier(v, policy.keys, host_class(policy, self.aopic),
-                                 tolerance=s.REQUEUE_TOLERANCE if policy.cash_keys else 0.0,
-                                 offsets=self._class_offsets, lists=db)
+        self.priorities = Priorities(db)  # requests' priorities: a queue level each
+        self.priorities.load(v)
+        self.frontier = PrioritizedFrontier(v, policy.keys, host_class(policy, self.aopic),
+                                            tolerance=s.REQUEUE_TOLERANCE if policy.cash_keys else 0.0,
+                                            offsets=self._class_offsets, lists=db, priorities=self.priorities)
         self.lifecycle = PageLifecycle(v, self.aopic, self.frontier, db.touch, db.cold)
         # Leases of a previous process: that process is gone (we hold the
         # writer lock), so its requests are offered again.
@@ -143,7 +145,7 @@ class FrontierCore:
             self.counters.add("leases_recovered", recovered)
             logger.info("%d requests leased by a previous run are offered again", recovered)
         self.registry = PageRegistry(db, self.aopic, self.lifecycle, self.counters, s.MAX_URL_LENGTH,
-                                     s.LOG_REJECTED, s.OMEGA_HOSTS)
+                                     s.LOG_REJECTED, s.OMEGA_HOSTS, self.priorities)
         self.frontier.rebuild()
         self.recrawler = (Recrawler(db, s, self.importance, self.ranking.ranks, self.lifecycle, self.counters)
                           if s.RECRAWL else None)

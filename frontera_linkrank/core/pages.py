@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..scheduling.lifecycle import PageLifecycle
+from ..scheduling.priority import Priorities
 from ..scoring.aopic import Aopic
 from ..storage.packed import Unencodable, Unreadable
 from ..storage.pagedb import PageDB
@@ -38,10 +39,13 @@ class PageRegistry:
         ``LINKRANK_MAX_URL_LENGTH`` and ``LINKRANK_LOG_REJECTED``.
     omega_hosts : list of str
         ``LINKRANK_OMEGA_HOSTS``.
+    priorities : Priorities, optional
+        Gets the priority of each new page's request (its queue level).
     """
 
     def __init__(self, db: PageDB, aopic: Aopic, lifecycle: PageLifecycle, counters: Counters,
-                 max_url_length: int, log_rejected: int, omega_hosts: Sequence[str]) -> None:
+                 max_url_length: int, log_rejected: int, omega_hosts: Sequence[str],
+                 priorities: Priorities | None = None) -> None:
         self.db = db
         self.aopic = aopic
         self.lifecycle = lifecycle
@@ -49,6 +53,7 @@ class PageRegistry:
         self.max_url_length = max_url_length
         self.log_rejected = log_rejected
         self.omega_hosts = omega_hosts
+        self.priorities = priorities  # new pages' request priorities (a queue level each)
         v = db.vertices
         # Known pages per host (the host budget LINKRANK_MAX_PAGES_PER_HOST).
         self.host_known: list[int] = np.bincount(v.host[: v.n], minlength=len(db.host_names)).tolist()
@@ -150,6 +155,8 @@ class PageRegistry:
             ):
                 continue
             if may_have_parts(req):
+                if self.priorities is not None:
+                    self.priorities.note(start + j, meta)
                 parts = request_parts(req)
                 if parts is not None:
                     self.store_parts(start + j, parts, req.url)

@@ -93,7 +93,11 @@ class Frontier:
             c = self.host_class(h)
             self._classes[h] = c
             self._class_used[c] = True
-            self.queue.set_host_class(h, c)
+            for queue in self._queues():
+                queue.set_host_class(h, c)
+
+    def _queues(self) -> list[BestFirstQueue]:
+        return [self.queue]
 
     def _taken(self, page: int) -> None:
         self._queued[page] = 0
@@ -103,6 +107,11 @@ class Frontier:
         """The waiting pages of ``host`` outside its head (which is empty
         when the queue asks) and their keys; a list that is mostly done
         is rewritten with only the pages that may still wait."""
+        pages = self._waiting_pages(host)
+        return pages, self.priority(pages).astype(np.float64)
+
+    def _waiting_pages(self, host: int) -> np.ndarray:
+        """The queued pages listed under ``host``."""
         t = self.table
         if self.lists is not None:
             listed = self.lists.pages_of(host).astype(np.int64)
@@ -113,7 +122,7 @@ class Frontier:
         if self.lists is not None and len(listed) > 64 and 2 * len(pages) < len(listed):
             state = t.state[listed]
             self.lists.replace_pages(host, listed[(state == UNFETCHED) | (state == LEASED)])
-        return pages, self.priority(pages).astype(np.float64)
+        return pages
 
     # -- entering the queue --------------------------------------------------------
     def rebuild(self) -> None:
@@ -131,17 +140,32 @@ class Frontier:
         self._queued[pages] = 1
         self._classes = {}
         self._class_used = [False, False]
+        self._classify(np.flatnonzero(np.bincount(hosts)) if len(hosts) else hosts)
+        for queue, m in self._by_level(pages, rebuild=True):
+            self._rebuild_queue(queue, pages[m], hosts[m], keys[m])
+        self.n_queued = len(pages)
+        self.n_leased = int((t.state[:n] == LEASED).sum())
+
+    @staticmethod
+    def _rebuild_queue(queue: BestFirstQueue, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
+        """Empty ``queue``'s heads; each host's floor is its best page."""
         present = np.flatnonzero(np.bincount(hosts)) if len(hosts) else hosts
-        self._classify(present)
         size = int(hosts.max()) + 1 if len(hosts) else 0
         best = np.full(size, -np.inf)
         np.maximum.at(best, hosts, keys)
         first = np.full(size, np.iinfo(np.int64).max)
         top = keys == best[hosts]
         np.minimum.at(first, hosts[top], pages[top])  # ties: the page found first
-        self.queue.rebuild(present, best[present], first[present])
-        self.n_queued = len(pages)
-        self.n_leased = int((t.state[:n] == LEASED).sum())
+        queue.rebuild(present, best[present], first[present])
+
+    def _by_level(self, pages: np.ndarray, rebuild: bool = False) -> list[tuple[BestFirstQueue, np.ndarray]]:
+        """``(queue, mask of pages)`` of each queue the pages go to (one
+        queue here; a queue per request priority in :mod:`.priority`)."""
+        return [(self.queue, np.ones(len(pages), bool))]
+
+    def _queue_of(self, page: int) -> BestFirstQueue:
+        """The queue ``page`` waits in."""
+        return self.queue
 
     def offer(self, pages: object) -> None:
         """(Re)queue ``UNFETCHED`` pages among ``pages``: a page new to the
@@ -158,24 +182,28 @@ class Frontier:
             return
         keys = self.priority(pages).astype(np.float64)
         hosts = t.host[pages].astype(np.int64)
-        live = self.queue.live
+        new = self._queued[pages] == 0
+        if new.any():
+            self._queued[pages[new]] = 1
+            self.n_queued += int(new.sum())
+        for queue, m in self._by_level(pages):
+            self._offer_to(queue, pages[m], hosts[m], keys[m])
+
+    def _offer_to(self, queue: BestFirstQueue, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
+        live = queue.live
         old = np.fromiter((live.get(p, np.nan) for p in pages.tolist()), np.float64, len(pages))
         in_head = ~np.isnan(old)
-        above = self.queue.beats_floor(pages, hosts, keys)
+        above = queue.beats_floor(pages, hosts, keys)
         if in_head.any():
             rises = keys > (self._requeue_above(old, pages) if self.tolerance else old)
             enter = np.where(in_head, rises, above)
         else:
             enter = above
-        new = self._queued[pages] == 0
-        if new.any():
-            self._queued[pages[new]] = 1
-            self.n_queued += int(new.sum())
         if not enter.any():
             return
         pages, hosts, keys = pages[enter], hosts[enter], keys[enter]
         self._classify(hosts)
-        self.queue.push_many(pages, hosts, keys)
+        queue.push_many(pages, hosts, keys)
 
     def _requeue_above(self, old: np.ndarray, pages: np.ndarray) -> np.ndarray:
         """The key above which a page in a head is queued again (the
@@ -196,7 +224,7 @@ class Frontier:
         if page < len(self._queued) and self._queued[page]:
             self._queued[page] = 0
             self.n_queued -= 1
-            self.queue.discard(page, int(self.table.host[page]))
+            self._queue_of(page).discard(page, int(self.table.host[page]))
         self._waiting.discard(page)
 
     # -- handing out -------------------------------------------------------------------

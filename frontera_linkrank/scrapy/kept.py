@@ -18,24 +18,25 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..storage.urls import RejectedURL, fingerprint
+from ..core.codec import FINGERPRINT_KEY
 from ..storage.vertices import UNFETCHED
 from .converters import KEEP_REQUEST, UNSTORED_KEY
 
 if TYPE_CHECKING:
-    from frontera.core.models import Request as FRequest
     from scrapy import Request
+
+    from ..core.codec import OutgoingRequest as FRequest
 
 logger = logging.getLogger(__name__)
 
 
 class KeptRequests:
-    """Scrapy requests of this run by fingerprint (40 hex characters).
+    """Scrapy requests of this run by frontier key (40 hex characters).
 
     Parameters
     ----------
-    backend : callable() -> backend
-        The scheduler's backend: a request whose page its frontier core
+    backend : callable() -> frontier
+        The scheduler's frontier: a request whose page its frontier core
         knows as fetched (or failed) is not kept, since the page is not
         handed out again; with a shared frontier (no core here) every one is.
     stats : Scrapy stats collector, optional
@@ -61,10 +62,7 @@ class KeptRequests:
             request = fr.meta.pop(KEEP_REQUEST, None)
             if request is None:
                 continue
-            try:
-                fp = fingerprint(fr.url).hex()
-            except RejectedURL:
-                continue  # the frontier rejects it too
+            fp = fr.meta[FINGERPRINT_KEY].decode("ascii")
             if fp not in self.requests and self._is_new(fr):
                 self.requests[fp] = request
                 kept += 1

@@ -8,14 +8,16 @@ too, at an order below 50 (the add-on does so)::
 
     SPIDER_MIDDLEWARES = {"frontera_linkrank.scrapy.LinkRankSpiderMiddleware": 30}
 
-For each response of a frontier request it collects the requests the
-callback yields (the page's links; ``meta["dont_frontier"]`` ones pass
-through to Scrapy's queue) and, when the output is exhausted, reports the
-page to the scheduler: ``page_crawled`` with the response's status and the
-content score the callback put in ``response.meta["linkrank_score"]``,
-then ``links_extracted``. Items pass through untouched. Responses that
-never reach the callback (404 and the other statuses Scrapy turns into
-``HttpError``, or a callback that raised) are reported too, with no links.
+For each response it schedules the requests the callback yields as
+Scrapy's engine would (the ``request_scheduled`` signal, where Scrapy's
+offsite middleware drops what ``allowed_domains`` excludes, then the
+scheduler, ``request_dropped`` for a duplicate), and collects those the
+frontier takes: the page's links. When the output is exhausted, it
+reports the page to the scheduler: its response (status, and the content
+score the callback put in ``response.meta["linkrank_score"]``), then its
+links. Items pass through untouched. Responses that never reach the
+callback (404 and the other statuses Scrapy turns into ``HttpError``, or a
+callback that raised) are reported too, with no links.
 """
 
 from __future__ import annotations
@@ -26,8 +28,6 @@ from collections.abc import AsyncIterable, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
-
-from .converters import DONT_FRONTIER, FRONTIER_META, to_frontera
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -65,7 +65,7 @@ class LinkRankSpiderMiddleware:
         if scheduler is None:
             slot = getattr(engine, "slot", None) or getattr(engine, "_slot", None)
             scheduler = getattr(slot, "scheduler", None)
-        if callable(getattr(scheduler, "response_done", None)):
+        if callable(getattr(scheduler, "response_done", None)) and callable(getattr(scheduler, "schedule_link", None)):
             return scheduler
         if not self._warned:
             self._warned = True
@@ -80,19 +80,14 @@ class LinkRankSpiderMiddleware:
             async for x in result:
                 yield x
             return
-        spider = self.crawler.spider
-        links = []
+        links: list = []
         self._open.add(id(response))
         try:
             async for x in result:
-                if not isinstance(x, Request):
+                if isinstance(x, Request):
+                    scheduler.schedule_link(x, links)  # scheduled here: never reaches the engine
+                else:
                     yield x
-                    continue
-                if x.meta.get(DONT_FRONTIER):
-                    x.meta.pop(FRONTIER_META, None)  # a new request, not a follow-up of this page's
-                    yield x
-                    continue
-                links.append(to_frontera(x, spider))
         finally:
             self._open.discard(id(response))
             scheduler.response_done(response, links)

@@ -26,10 +26,10 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
-from frontera.core.models import Request as FRequest
 from twisted.internet import task
 
 from ..core.codec import RETRIED_KEY
+from ..core.codec import OutgoingRequest as FRequest  # (Frontera is not imported on the Scrapy path)
 from ..recrawl.content import content_hash as normalised_hash
 from ..service import codec
 from ..service.client import RemoteFrontier

@@ -56,7 +56,9 @@ def A(*args: Any, **kwargs: Any) -> Setting:
 
 
 STORAGE = Section("Storage", (
-    S("LINKRANK_PATH", Path(), "linkrank_db", "Directory of the LMDB page database; created on first use."),
+    S("LINKRANK_PATH", Path(), "linkrank_db", "Directory of the LMDB page database; created on first use.",
+      "The Scrapy scheduler uses it when it is set; unset, the database is `JOBDIR/linkrank_db` with a `JOBDIR`, "
+      "else a fresh one for each crawl (docs/scrapy.md)."),
     S("LINKRANK_SYNC", Bool(), True, "fsync on every commit (LMDB `sync`/`metasync`).",
       "With True a committed batch survives a power failure; with False it survives a crash of the process "
       "(LMDB stays consistent) but if the machine itself goes down the last commits may be lost and the file "
