@@ -61,7 +61,7 @@ class LocalFrontier:
     def known(self, key: bytes) -> bool:
         """Whether the page of 20-byte ``key`` is in the database (links
         not yet applied are not)."""
-        return key in self.core.db.fp_index
+        return self.core.db.find(key) is not None
 
     def fetched(self, key: bytes) -> bool:
         """Whether the page of 20-byte ``key`` was fetched (crawled, or
