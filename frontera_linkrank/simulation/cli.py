@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 GRAPH_HELP = (
     "a page database folder (a previous crawl), a SRC_URL<TAB>DST_URL file (gzip accepted), a CSR .npz "
     "(arrays indptr, indices, optional hosts), a Hollins-style folder, a UKWA host .tsv.gz, a GML file, "
-    "or the name of a graph shipped with the package: hollins, uk2007, ukwa, polblogs"
+    "or a graph's name: hollins, polblogs (installed with the package), uk2007, ukwa (in the datasets/ folder "
+    "of the source repository)"
 )
 
 
