@@ -78,16 +78,18 @@ def deadline(seconds):
 
 
 def best_of_3(f):
+    """The least CPU time of three calls: this thread's own time, so other
+    processes (parallel tests, a busy machine) do not count."""
     best = float("inf")
     for _ in range(3):
-        t = time.perf_counter()
+        t = time.thread_time()
         f()
-        best = min(best, time.perf_counter() - t)
+        best = min(best, time.thread_time() - t)
     return best
 
 
 @pytest.mark.parametrize("name", list(HOSTILE))
-def test_change_detection_of_any_1_mb_page_takes_under_50_ms(name):
+def test_change_detection_of_any_1_mb_page_takes_under_50_ms_of_cpu(name):
     body = HOSTILE[name]
     with deadline(5):
         assert 0 < content_hash(body) < 2**64  # and it does not raise

@@ -39,9 +39,7 @@ def version() -> str:
     try:
         return f"{PROG} {installed('frontera_linkrank')}"
     except PackageNotFoundError:  # run from a source tree that was never installed
-        from .. import __version__
-
-        return f"{PROG} {__version__} (not installed)"
+        return f"{PROG}: version unknown (not installed; pip install . records it)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
