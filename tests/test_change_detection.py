@@ -141,10 +141,10 @@ def test_hostile_pages_are_read_at_once_through_the_frontera_api(make_backend, c
         b"<p>&#" + b"9" * 5000 + b";</p>",  # ValueError (int() of 5,000 digits) before
     ]
     with deadline(10):
-        t = time.perf_counter()
+        t = time.thread_time()  # this thread's CPU time: parallel tests do not count
         for r, body in zip(reqs, bodies):
             b.page_crawled(Response(r.url, status_code=200, body=body, headers={}, request=r))
         b.get_next_requests(0)
-        took = time.perf_counter() - t
+        took = time.thread_time() - t
     assert took < 1.0
     assert all(b.db.vertices.state[page_index(b.db, u)] == CRAWLED for u in urls)
