@@ -63,10 +63,11 @@ def fingerprint_key(value: bytes | str) -> bytes:
         except (binascii.Error, ValueError):
             pass
     if isinstance(value, str):
+        text = value
         try:
-            value = value.encode("utf-8", "surrogateescape")
+            value = text.encode("utf-8", "surrogateescape")
         except UnicodeEncodeError:  # a surrogate outside the escape range
-            value = value.encode("utf-8", "surrogatepass")
+            value = text.encode("utf-8", "surrogatepass")
     return hashlib.sha1(value).digest()
 
 
