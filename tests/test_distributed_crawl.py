@@ -29,6 +29,7 @@ from frontera_linkrank.storage.vertices import CRAWLED
 from frontera_linkrank.testweb.web import TestWeb
 
 CRAWL = "t"
+SECRET = "s3cret"  # LINKRANK_SECRET of the frontier (environment) and its spiders (-s)
 WEB = ["--errors", "0.05", "--redirects", "0.05", "--seed", "5"]
 DEADLINE = 150  # seconds for any one crawl here
 
@@ -46,7 +47,7 @@ class Frontier:
     def start(self, env=None):
         with open(self.log, "a") as log:
             self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                         env=dict(os.environ, **(env or self.env or {})))
+                                         env=dict(os.environ, LINKRANK_SECRET=SECRET, **(env or self.env or {})))
 
     def kill9(self):
         os.killpg(self.proc.pid, signal.SIGKILL)
@@ -70,8 +71,9 @@ def spider(url, proxy, sid, workdir, seeds=None, extra=()):
     """``scrapy crawl example`` as spider ``sid`` of the shared frontier."""
     cmd = [os.path.join(BIN, "scrapy"), "crawl", "example", "-s", f"LINKRANK_FRONTIER_URL={url}",
            "-s", f"LINKRANK_CRAWL={CRAWL}", "-s", f"LINKRANK_SPIDER_ID={sid}", "-s", "LINKRANK_HEARTBEAT_INTERVAL=1",
-           "-s", f"LINKRANK_SEEDS_FILE={seeds or ''}", "-s", "LINKRANK_LOG_INTERVAL=0", "-s", "LINKRANK_SECRET=s3cret",
-           "-s", f"LOG_FILE={os.path.join(workdir, sid + '.log')}", "-s", "LOG_LEVEL=INFO", *extra]
+           "-s", f"LINKRANK_SEEDS_FILE={seeds or ''}", "-s", "LINKRANK_LOG_INTERVAL=0",
+           "-s", f"LINKRANK_SECRET={SECRET}", "-s", f"LOG_FILE={os.path.join(workdir, sid + '.log')}",
+           "-s", "LOG_LEVEL=INFO", *extra]
     return subprocess.Popen(cmd, cwd=EXAMPLE, env=crawl_env(proxy), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
 
@@ -157,7 +159,8 @@ def test_three_spiders_share_one_frontier(tmp_path, redis_server):
                  for sid in sids]
         assert wait_all(procs, deadline) == [0, 0, 0]
         status = subprocess.run([os.path.join(BIN, "frontera-linkrank"), "frontier-status", "--broker",
-                                 redis_server.url, "--crawl", CRAWL], capture_output=True, text=True, timeout=30)
+                                 redis_server.url, "--crawl", CRAWL], capture_output=True, text=True, timeout=30,
+                                env=dict(os.environ, LINKRANK_SECRET=SECRET))
         assert frontier.stop() == 0, frontier.text()[-3000:]
         by_spider = fetches_by_spider(servers)
     finally:
@@ -173,7 +176,7 @@ def test_three_spiders_share_one_frontier(tmp_path, redis_server):
     assert crawled == len(want)
     assert status.returncode == 0 and "crawl t: finished" in status.stdout, status.stdout + status.stderr
     assert "duplicate_reports" not in status.stdout or "duplicate_reports 0" in status.stdout
-    state = RedisTransport(redis_server.url, CRAWL).get("state")
+    state = RedisTransport(redis_server.url, CRAWL, secret=SECRET).get("state")
     assert state["state"] == "stopped" and state["stats"]["reports_applied"] == state["stats"]["leases_published"]
 
 
@@ -184,7 +187,7 @@ SLOW = ["-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1", "-s", "DOWNLOAD_DELAY=0.05", "
 def crawled_now(url):
     """pages_crawled as the frontier last published it (0 while unknown)."""
     try:
-        t = RedisTransport(url, CRAWL)
+        t = RedisTransport(url, CRAWL, secret=SECRET)
         try:
             state = t.get("state") or {}
         finally:

@@ -71,6 +71,9 @@ class LeaseBook:
         self.lease_seq = int(saved.get("lease_seq", 0))
         self.pub_seq = int(saved.get("pub_seq", 0))
         self.log_offset: str | None = saved.get("log_offset")
+        # The run of this page database on its broker (fixed at its first
+        # start as a frontier service; None until then).
+        self.run: str | None = saved.get("run")
         self.table = db.side_table(TABLE, Json())
         self.open: dict[int, Lease] = {}
         self.unrecorded: list[int] = []  # leased pages without a lease record (leased by a process without one)
@@ -94,7 +97,12 @@ class LeaseBook:
     def state_dict(self) -> dict[str, Any]:
         """The metadata section written at every commit."""
         return {"partitions": self.partitions, "lease_seq": self.lease_seq, "pub_seq": self.pub_seq,
-                "log_offset": self.log_offset}
+                "log_offset": self.log_offset, "run": self.run}
+
+    @property
+    def served(self) -> bool:
+        """This database has served a crawl (leased, or applied a log entry)."""
+        return bool(self.lease_seq or self.log_offset)
 
     def issue(self, pages: list[int], partitions: list[int]) -> list[Lease]:
         """New leases for ``pages`` (in order), recorded for the next commit."""
@@ -108,6 +116,18 @@ class LeaseBook:
             out.append(lease)
         return out
 
+    def resequence(self, page: int) -> Lease | None:
+        """Give the open lease of ``page`` a new publish sequence (its entry
+        could not be placed in the feed); recorded for the next commit."""
+        old = self.open.get(page)
+        if old is None:
+            return None
+        self.pub_seq += 1
+        lease = Lease(old.lease, page, old.partition, self.pub_seq)
+        self.open[page] = lease
+        self.table.put(page, [lease.lease, lease.seq, lease.partition])
+        return lease
+
     def close(self, page: int | None, lease: int) -> bool:
         """The once-only rule: True (and the lease is closed) if ``page`` is
         leased under ``lease``; False for any other report."""
@@ -119,15 +139,13 @@ class LeaseBook:
         del self.open[page]
         return True
 
-    def drop_expired(self) -> int:
-        """Forget leases whose page is no longer leased (the lease timed out); returns how many."""
+    def drop_expired(self) -> list[Lease]:
+        """Forget leases whose page is no longer leased (the lease timed out); returns them."""
         if not self.open:
-            return 0
+            return []
         pages = np.fromiter(self.open, np.int64, len(self.open))
         gone = pages[self.db.vertices.state[pages] != LEASED].tolist()
-        for page in gone:
-            del self.open[page]
-        return len(gone)
+        return [self.open.pop(page) for page in gone]
 
     def by_partition(self) -> Counter:
         """Open leases per partition."""
