@@ -316,3 +316,61 @@ def test_dead_spider_hosts_go_to_the_others_and_a_paused_one_comes_back(tmp_path
     assert "'linkrank/taken_over'" in s1  # s1 took over requests the dead s3 held
     counters, crawled = check_db(db, want)
     assert crawled == len(want)
+
+
+# -- balance and broker errors ------------------------------------------------------------------
+def test_two_big_hosts_go_to_two_spiders(tmp_path, redis_server):
+    npz = multi_host_graph(str(tmp_path / "web.npz"), hosts=2, pages=80, external=0.05, seed=7)
+    g = load_graph(npz)
+    want = {g.urls[v] for v in reachable(g, 0)}
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(g.urls[0] + "\n")
+    db = str(tmp_path / "db")
+    servers = {}
+    for sid in ("s1", "s2"):
+        (tmp_path / sid).mkdir()
+        servers[sid] = TestWebServer(npz, str(tmp_path / sid))
+    frontier = Frontier(db, redis_server.url, str(tmp_path))
+    polite = ["-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2", "-s", "LINKRANK_PREFETCH=8"]
+    try:
+        procs = [spider(redis_server.url, servers[sid].proxy, sid, str(tmp_path),
+                        str(seeds) if sid == "s1" else None, extra=polite) for sid in ("s1", "s2")]
+        assert wait_all(procs, time.monotonic() + DEADLINE) == [0, 0]
+        assert frontier.stop() == 0, frontier.text()[-3000:]
+        by_spider = fetches_by_spider(servers)
+    finally:
+        frontier.stop()
+        for srv in servers.values():
+            srv.stop()
+    counts = {sid: len(f) for sid, f in by_spider.items()}
+    total = sum(counts.values())
+    assert all(n >= 0.3 * total for n in counts.values()), counts  # both spiders fetch
+    assert overlapping_hosts(by_spider) == []  # and a host is still fetched by one spider at a time
+    check_db(db, want)
+
+
+def test_a_wrong_password_or_no_broker_is_one_line_in_every_process(tmp_path, redis_server):
+    import redis
+
+    redis.Redis(unix_socket_path=redis_server.socket).config_set("requirepass", "right-password")
+    wrong = f"unix://:wrong-password@{redis_server.socket}?db=0"
+    nobody = f"unix://:wrong-password@{tmp_path}/nobody.sock?db=0"
+    fl = os.path.join(BIN, "frontera-linkrank")
+    commands = {
+        "serve-frontier": lambda url: ([fl, "serve-frontier", str(tmp_path / "db"), "--broker", url], None),
+        "frontier-status": lambda url: ([fl, "frontier-status", "--broker", url], None),
+        "spider": lambda url: ([os.path.join(BIN, "scrapy"), "crawl", "example", "-s", f"LINKRANK_FRONTIER_URL={url}",
+                                "-s", "LOG_LEVEL=ERROR"], EXAMPLE),
+    }
+    runs = {}
+    for url, cause in ((wrong, "authentication failed"), (nobody, "unreachable")):
+        for name, make in commands.items():
+            cmd, cwd = make(url)
+            runs[name, cause] = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                 text=True)
+    for (name, cause), proc in runs.items():
+        out = proc.communicate(timeout=60)[0]  # (each ends by itself, in seconds)
+        lines = [x for x in out.splitlines() if x.strip()]
+        assert proc.returncode in (1, 2) and len(lines) == 1, (name, out)
+        assert cause in lines[0] and ":***@" in lines[0], (name, lines)
+        assert "wrong-password" not in out, name  # never printed

@@ -105,13 +105,14 @@ def main(argv: Argv, prog: str) -> None:
 
     from ..core.codec import OutgoingRequest
     from ..core.frontier_core import FrontierCore
-    from ..scrapy.config import read_seeds_file
     from ..service.ownership import FrontierRefused
     from ..service.redis_transport import BrokerError, RedisTransport, check_broker, mask
     from ..service.server import FrontierService
 
     seeds = []
     if args.seeds:
+        from ..scrapy.config import read_seeds_file  # (imports Scrapy: only when needed)
+
         try:
             seeds = read_seeds_file(args.seeds)
         except OSError as e:

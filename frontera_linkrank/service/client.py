@@ -76,7 +76,7 @@ class RemoteFrontier:
         self._last_sent: str | None = None  # offset of this spider's last log entry
         self._state: dict[str, Any] = {}
         self._owned: dict[int, str] = {}  # partition -> read cursor
-        self._version = -1
+        self._version: Any = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.counters: collections.Counter = collections.Counter()
@@ -208,9 +208,9 @@ class RemoteFrontier:
         with self._lock:
             self._state = state if isinstance(state.get("stats", {}), dict) else {}
         version, owners = assignment.get("version", -1), assignment.get("owners")
-        if version == self._version or not codec.is_int(version, -1) or type(owners) is not list:
+        if (version, owners) == self._version or type(owners) is not list:
             return
-        self._version = version
+        self._version = (version, owners)  # any change counts (another writer may have reused a version)
         mine = {p for p, o in enumerate(owners) if o == self.spider}
         for p in list(self._owned):
             if p not in mine:

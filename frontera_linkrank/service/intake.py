@@ -15,7 +15,8 @@ refused, and how:
 - anything the core still raises on (a bug, not a message): counted in
   ``items_failed`` and logged with its traceback once, never fatal.
 
-One WARNING line per entry names its stream id and the first reason; the
+One WARNING line per entry names its stream id and the first reason (past
+the first hundred, one in a thousand: a flood does not fill the disk); the
 entry is kept in the broker's ``rejected`` stream (bounded) for
 inspection, and acknowledged like any other: a poison entry is never read
 again.
@@ -37,6 +38,8 @@ from .leases import LeaseBook
 from .transport import Transport
 
 logger = logging.getLogger(__name__)
+
+LOUD = 100  # refused entries logged at WARNING before only every thousandth is
 
 
 def expected_key(url: str, method: bytes = b"GET", body: bytes = b"") -> bytes:
@@ -114,11 +117,16 @@ class Intake:
 
     def _set_aside(self, offset: str, raw: Any, reason: str, whole: bool) -> None:
         n = len(self._refused)
+        self.counters["entries_refused"] += 1
+        seen = self.counters["entries_refused"]
+        # One line an entry; past the first LOUD ones, every thousandth (a flood must not fill the disk).
+        level = logging.WARNING if seen <= LOUD or seen % 1000 == 0 else logging.DEBUG
+        more = f" ({seen} entries refused so far, the others logged at DEBUG)" if seen > LOUD else ""
         if whole:
-            logger.warning("log entry %s refused: %s", offset, reason)
+            logger.log(level, "log entry %s refused: %s%s", offset, reason, more)
         else:
-            logger.warning("log entry %s: %d item%s refused (first: %s); the rest applied", offset, n,
-                           "" if n == 1 else "s", reason)
+            logger.log(level, "log entry %s: %d item%s refused (first: %s); the rest applied%s", offset, n,
+                       "" if n == 1 else "s", reason, more)
         try:
             self.t.set_aside(offset, raw if isinstance(raw, bytes) else None, reason)
         except Exception:  # noqa: BLE001 - keeping a copy is a courtesy, never a reason to stop

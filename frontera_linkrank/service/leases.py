@@ -76,6 +76,7 @@ class LeaseBook:
         self.run: str | None = saved.get("run")
         self.table = db.side_table(TABLE, Json())
         self.open: dict[int, Lease] = {}
+        self.superseded: list[Lease] = []  # open leases replaced by a new one (the old one timed out)
         self.unrecorded: list[int] = []  # leased pages without a lease record (leased by a process without one)
         self._load()
         db.own_meta_section(SECTION, self.state_dict)
@@ -99,11 +100,6 @@ class LeaseBook:
         return {"partitions": self.partitions, "lease_seq": self.lease_seq, "pub_seq": self.pub_seq,
                 "log_offset": self.log_offset, "run": self.run}
 
-    @property
-    def served(self) -> bool:
-        """This database has served a crawl (leased, or applied a log entry)."""
-        return bool(self.lease_seq or self.log_offset)
-
     def issue(self, pages: list[int], partitions: list[int]) -> list[Lease]:
         """New leases for ``pages`` (in order), recorded for the next commit."""
         out = []
@@ -111,6 +107,9 @@ class LeaseBook:
             self.lease_seq += 1
             self.pub_seq += 1
             lease = Lease(self.lease_seq, page, p, self.pub_seq)
+            old = self.open.get(page)
+            if old is not None:  # expired and leased again in one round
+                self.superseded.append(old)
             self.open[page] = lease
             self.table.put(page, [lease.lease, lease.seq, p])
             out.append(lease)
@@ -140,12 +139,14 @@ class LeaseBook:
         return True
 
     def drop_expired(self) -> list[Lease]:
-        """Forget leases whose page is no longer leased (the lease timed out); returns them."""
+        """Forget leases whose page is no longer leased (the lease timed out);
+        returns them, and those replaced by a new lease of their page since."""
+        out, self.superseded = self.superseded, []
         if not self.open:
-            return []
+            return out
         pages = np.fromiter(self.open, np.int64, len(self.open))
         gone = pages[self.db.vertices.state[pages] != LEASED].tolist()
-        return [self.open.pop(page) for page in gone]
+        return out + [self.open.pop(page) for page in gone]
 
     def by_partition(self) -> Counter:
         """Open leases per partition."""

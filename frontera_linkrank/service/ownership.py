@@ -4,12 +4,14 @@ frontier at a time.
 - **The run.** The first time a page database serves a crawl it draws a
   run id, stored in the database (metadata section ``service``) and on the
   broker (record ``run``). A frontier whose database and broker disagree
-  (the broker holds a crawl of the same name from another database, or an
-  older one's feed) refuses to start, with one line saying how to go on:
+  (the broker holds a crawl of the same name from another database)
+  refuses to start, with one line saying how to go on:
   another ``--crawl`` name, or ``--reset-broker`` to delete that crawl's
   keys. Lease ids and publish sequences therefore never meet another
   crawl's entries. A broker that lost the record (restarted empty,
-  ``FLUSHDB``) gets it back: the database is the source of truth.
+  ``FLUSHDB``) gets it back: the database is the source of truth. A new
+  run starts on an empty feed (the log is kept: spiders started first may
+  have sent seeds).
 - **The lock.** The serving frontier holds the record ``frontier`` (its
   host, pid, path, start time and a random token) with an expiry of
   :data:`LOCK_TTL` seconds, extended every second. A second frontier is
@@ -57,6 +59,23 @@ def _alive(pid: Any) -> bool:
     return True
 
 
+def _record_anyway(raw: bytes, kind: str) -> dict | None:
+    """The record of ``kind`` in ``raw`` whatever secret sealed it (its MAC
+    not checked: only to tell another secret's record from garbage)."""
+    for body in (raw, raw[: -codec.MAC_BYTES]):
+        try:
+            return codec.unpack(body, kind)
+        except codec.CodecError:
+            continue
+    return None
+
+
+def _valid_lock(h: Any) -> bool:
+    """A lock record of a frontier (not another writer's bytes)."""
+    return (isinstance(h, dict) and isinstance(h.get("host"), str) and codec.is_int(h.get("pid"), 1, 1 << 31)
+            and isinstance(h.get("token"), str) and isinstance(h.get("since"), (int, float)))
+
+
 class Ownership:
     """The run record and the lock of crawl ``crawl`` for the database of ``book``.
 
@@ -82,7 +101,8 @@ class Ownership:
         self.run_record: bytes = b""
 
     def _holder(self) -> str:
-        h = self.t.get("frontier") or {}
+        raw = self.t.get_raw("frontier")
+        h = self.t.get("frontier") or (_record_anyway(raw, "lock") if raw else None) or {}
         return (f"{h.get('host', '?')} pid {h.get('pid', '?')}, serving since {_when(h.get('since'))}"
                 f" ({h.get('path', '?')})")
 
@@ -96,15 +116,20 @@ class Ownership:
             self._lock()
         raw = self.t.get_raw("run")
         rec = self.t.get("run")
-        if raw is not None and (rec is None or not isinstance(rec.get("run"), str)):
-            raise self._refuse("its run record is unreadable (written with another LINKRANK_SECRET, or by "
-                               "another program)")
+        if raw is not None and rec is None:
+            if _record_anyway(raw, "run") is not None:
+                raise self._refuse("its run record is signed with another LINKRANK_SECRET (or none)")
+            self.t.delete_record("run")  # another writer's bytes, no run record: nobody's
+        if rec is not None and not isinstance(rec.get("run"), str):
+            rec = None
+            self.t.delete_record("run")
         if self.book.run is None:
             if rec is not None:
                 raise self._refuse(f"it belongs to another page database ({rec.get('path', '?')} on "
                                    f"{rec.get('host', '?')}, first served {_when(rec.get('created'))})")
-            if not self.book.served and any(self.t.published_top(p) for p in range(partitions)):
-                raise self._refuse("its feed holds requests of an earlier crawl")
+            # A new run owns no feed entry yet: whatever is there is another
+            # writer's (or a crawl of a version without run records).
+            self.t.clear_feed(partitions)
             self.book.run = uuid.uuid4().hex  # stored at the next commit
         elif rec is not None and rec["run"] != self.book.run:
             raise self._refuse(f"it belongs to another run ({rec.get('path', '?')} on {rec.get('host', '?')}, "
@@ -122,9 +147,10 @@ class Ownership:
     def _lock(self) -> None:
         raw = self.t.get_raw("frontier")
         if raw is not None and raw != self.lock:
-            h = self.t.get("frontier") or {}
-            if h.get("host") == self.me["host"] and (h.get("pid") == self.me["pid"] or not _alive(h.get("pid"))):
-                self.t.force_lock(self.lock, LOCK_TTL)  # its holder is gone (kill -9): ours
+            h = self.t.get("frontier") or _record_anyway(raw, "lock") or {}
+            if not _valid_lock(h) or (h["host"] == self.me["host"] and (h["pid"] == self.me["pid"]
+                                                                         or not _alive(h["pid"]))):
+                self.t.force_lock(self.lock, LOCK_TTL)  # not a lock, or its holder is gone (kill -9): ours
                 return
             raise FrontierRefused(f"another frontier serves crawl {self.crawl!r} on {self.broker}: "
                                   f"{self._holder()}; stop it first (its lock expires {LOCK_TTL:.0f} s after it "
@@ -145,13 +171,22 @@ class Ownership:
         (the service then sets them up again and republishes). Raises
         :class:`FrontierRefused` if another frontier took the crawl over."""
         lock, run = self.t.tick(self.lock, LOCK_TTL, self.run_record)
+        lost = lock == 2 or run == 2
         if lock == 0:
-            raise FrontierRefused(f"another frontier took crawl {self.crawl!r} on {self.broker} over: "
-                                  f"{self._holder()}; this one stops")
+            h = self.t.get("frontier")
+            if _valid_lock(h):
+                raise FrontierRefused(f"another frontier took crawl {self.crawl!r} on {self.broker} over: "
+                                      f"{self._holder()}; this one stops")
+            self.t.force_lock(self.lock, LOCK_TTL)  # not a lock (another writer's bytes): ours again
+            lost = True
         if run == 0:
-            raise FrontierRefused(f"crawl {self.crawl!r} on {self.broker} was reset and now belongs to another "
-                                  "page database; this one stops")
-        return lock == 2 or run == 2
+            rec = self.t.get("run")
+            if rec is not None and isinstance(rec.get("run"), str) and rec["run"] != self.book.run:
+                raise FrontierRefused(f"crawl {self.crawl!r} on {self.broker} was reset and now belongs to another "
+                                      "page database; this one stops")
+            self.t.put_raw("run", self.run_record)  # not a run record: ours again
+            lost = True
+        return lost
 
     def release(self) -> None:
         """Give the lock up (at a clean stop)."""

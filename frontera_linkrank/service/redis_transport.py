@@ -179,6 +179,10 @@ class RedisTransport(Transport):
     def epoch(self) -> str:
         return str(self.r.info("server")["run_id"])
 
+    def clear_feed(self, partitions: int) -> None:
+        """Delete the feed streams ``0 .. partitions - 1`` (a new run starts on an empty feed)."""
+        self.r.delete(*[self.feed_key(p) for p in range(partitions)])
+
     def reset(self) -> int:
         """Delete every key of this crawl; returns how many."""
         n = 0
@@ -352,6 +356,14 @@ class RedisTransport(Transport):
     def get_raw(self, name: str) -> bytes | None:
         """The stored bytes of control record ``name``."""
         return self.r.get(self._k(name))
+
+    def delete_record(self, name: str) -> None:
+        """Delete control record ``name``."""
+        self.r.delete(self._k(name))
+
+    def put_raw(self, name: str, raw: bytes) -> None:
+        """Store the bytes ``raw`` (a record made before) as control record ``name``."""
+        self.r.set(self._k(name), raw)
 
     # -- the frontier lock and the crawl's run -----------------------------------------------
     def claim(self, lock: bytes, ttl: float, run: bytes | None) -> tuple[bool, bool]:

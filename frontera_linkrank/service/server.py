@@ -246,6 +246,7 @@ class FrontierService:
         lost = self.owner.tick()
         epoch = self.t.epoch()
         if not lost and epoch == self.epoch:
+            self.t.put("assignment", self.spiders.record())  # again: another writer may have changed it
             return
         logger.warning("the broker %s: setting the crawl up again, republishing leases",
                        f"restarted (epoch {self.epoch} -> {epoch})" if epoch != self.epoch else "lost the crawl's keys")

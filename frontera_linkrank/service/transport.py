@@ -169,6 +169,18 @@ class Transport(ABC):
         """The stored bytes of a control record (``run``, ``frontier``)."""
 
     @abstractmethod
+    def delete_record(self, name: str) -> None:
+        """Delete a control record (another writer's bytes where a record should be)."""
+
+    @abstractmethod
+    def put_raw(self, name: str, raw: bytes) -> None:
+        """Store a record's bytes as they were made (the run record, after another writer replaced it)."""
+
+    @abstractmethod
+    def clear_feed(self, partitions: int) -> None:
+        """Empty the feed (a new run owns none of what is there)."""
+
+    @abstractmethod
     def reset(self) -> int:
         """Delete everything of this crawl on the broker; returns the keys deleted."""
 
