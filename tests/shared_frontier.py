@@ -176,7 +176,8 @@ def run_until_finished(spiders, deadline, check=None):
     (``check()`` is called on the way: an assertion there fails the test)."""
     try:
         while not all(s.finished() for s in spiders if not s.hang):
-            assert time.monotonic() < deadline, "the crawl did not finish in time"
+            assert time.monotonic() < deadline, ("the crawl did not finish in time", [
+                (s.client.spider, s.client.state.get("state"), s.client.stats()) for s in spiders])
             if check is not None:
                 check()
             time.sleep(0.05)

@@ -339,7 +339,7 @@ def test_flushdb_mid_crawl_is_recovered_without_a_restart(tmp_path, redis_server
     flushed = []
 
     def flush():
-        assert frontier.alive(), frontier.text()[-3000:]
+        assert frontier.alive(), (frontier.proc.returncode, frontier.text()[-3000:])
         state = t.get("state") or {}
         if not flushed and (state.get("stats") or {}).get("pages_crawled", 0) >= 20:
             flushed.append(1)

@@ -237,8 +237,8 @@ class RedisTransport(Transport):
         try:
             got = self.r.xreadgroup(FEED_GROUP, spider, streams, count=max_n, block=block_ms or None)
         except ResponseError as e:
-            if "NOGROUP" in str(e) or "WRONGTYPE" in str(e):  # the frontier sets the partition up again
-                return []
+            if "NOGROUP" in str(e) or "WRONGTYPE" in str(e) or "UNBLOCKED" in str(e):
+                return []  # the frontier sets the partition up again
             raise
         out: list[FeedItem] = []
         for key, entries in got or ():
@@ -284,8 +284,14 @@ class RedisTransport(Transport):
             got = self.r.xreadgroup(LOG_GROUP, FRONTIER_CONSUMER, {self.log_key: cursor}, count=max_n,
                                     block=None if pending or not block_ms else block_ms)
         except ResponseError as e:
-            if "NOGROUP" in str(e):  # the broker lost the group (FLUSHDB, a failover): set it up again
-                self.r.xgroup_create(self.log_key, LOG_GROUP, id="0", mkstream=True)
+            # The broker lost the group, or the stream went while we waited
+            # on it (FLUSHDB, a failover): set it up again.
+            if "NOGROUP" in str(e) or "UNBLOCKED" in str(e):
+                try:
+                    self.r.xgroup_create(self.log_key, LOG_GROUP, id="0", mkstream=True)
+                except ResponseError as again:
+                    if "BUSYGROUP" not in str(again):
+                        raise
                 return []
             raise
         return [(i.decode(), (f or {}).get(FIELD)) for _, entries in got or () for i, f in entries]

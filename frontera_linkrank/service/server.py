@@ -125,17 +125,14 @@ class FrontierService:
         self.spiders.coordinate(time.monotonic(), self.intake.progress, self.book.by_partition(), self.core)
 
     def republish(self) -> int:
-        """Publish every open lease the broker lacks (after a crash, a broker
-        restart or a foreign write); the publish step keeps what is there."""
-        parts = sorted({x.partition for x in self.book.open.values()})
-        tops = {p: self.t.published_top(p) for p in parts}
-        # A top above our own sequence is another writer's: every open lease
-        # of that partition is checked (the publish script removes the rest).
-        tops = {p: 0 if top > self.book.pub_seq else top for p, top in tops.items()}
-        missing = self.book.unpublished(tops)
-        if not missing:
+        """Publish again every open lease: the publish step adds those the
+        broker lacks (after a crash, a broker restart, ``FLUSHDB``, another
+        writer), finds the others there, and re-sequences any whose id was
+        taken meanwhile (a lost entry below entries published since)."""
+        leases = sorted(self.book.open.values(), key=lambda x: x.seq)
+        if not leases:
             return 0
-        n = self._publish(missing, self.core.requests([x.page for x in missing]))
+        n = self._publish(leases, self.core.requests([x.page for x in leases]))
         self.counters["leases_republished"] += n
         if n:
             logger.info("%d leases republished (the broker did not have them)", n)
@@ -367,7 +364,9 @@ class FrontierService:
             except (codec.CodecError, TypeError, ValueError) as e:
                 self._unpublishable(lease, r, str(e))
                 continue
-            self.spiders.published_to[lease.page] = self.spiders.owners[lease.partition] or ""
+            owner = self.spiders.owners[lease.partition]
+            if owner:
+                self.spiders.published_to[lease.page] = owner
         res = self.t.publish(entries, self.book.pub_seq)
         self.counters["leases_published"] += res.added
         if res.repaired:

@@ -60,6 +60,8 @@ class Spiders:
         self.load = [0.0] * partitions
         self.recent = np.zeros(partitions)  # fetches per partition, decaying
         self._seen: dict[str, tuple[int, float]] = {}  # spider -> (report items, when that changed)
+        self._last_alive: dict[str, tuple[float, dict]] = {}  # spider -> (when its heartbeat was last read, info)
+        self.holders: list[set[str]] = [set() for _ in range(partitions)]  # spiders that owned each partition
         self._first_seen: float | None = None
         self._next_load = 0.0
         self._warned: set[str] = set()
@@ -78,6 +80,8 @@ class Spiders:
             self.counters["bad_records"] += 1
             return
         self.owners, self.moving, self.version = list(owners), dict(moving), version
+        for p, o in enumerate(self.owners):
+            self.holders[p].update(x for x in (o, self.moving.get(p)) if x)
 
     def record(self) -> dict[str, Any]:
         """The assignment as the broker keeps it."""
@@ -85,12 +89,13 @@ class Spiders:
 
     def may_report(self, spider: str, page: int, lease: Lease | None) -> bool:
         """A report of an open lease is accepted from the spider it was
-        published to, and from the owner (or incoming owner) of its
-        partition now (which took it over)."""
+        published to and from any spider that has owned (or been moving
+        into) its partition while this frontier ran: a late report of a
+        spider taken for dead, one that took the lease over."""
         if lease is None:
             return True
         p = lease.partition
-        return spider in (self.published_to.get(page), self.owners[p], self.moving.get(p))
+        return spider == self.published_to.get(page) or spider in self.holders[p] or spider == self.owners[p]
 
     # -- liveness and progress ---------------------------------------------------------------
     def expired(self, leases: list[Lease], now: float, timeout: float) -> None:
@@ -118,7 +123,9 @@ class Spiders:
                 if seen is not None and self.stalled.pop(s, None) is not None:
                     logger.info("spider %s reports again: it gets partitions again", s)
 
-    def _alive(self, spiders: dict[str, dict | None]) -> dict[str, dict]:
+    def _alive(self, spiders: dict[str, dict | None], now: float) -> dict[str, dict]:
+        """Spiders with a valid heartbeat, and those that had one within
+        three of their intervals (a broker that lost its keys: no churn)."""
         out = {}
         for s, info in spiders.items():
             if info is None:
@@ -127,8 +134,14 @@ class Spiders:
             if (codec.is_int(prefetch, 1, 1 << 20) and type(interval) in (int, float) and 0.01 <= interval <= 3600
                     and (cap is None or codec.is_int(cap, 1, 1 << 20))):
                 out[s] = info
+                self._last_alive[s] = (now, info)
             else:
                 self.counters["bad_records"] += 1
+        for s, (when, info) in list(self._last_alive.items()):
+            if s not in out and spiders.get(s, info) is not None and now - when < 3 * float(info.get("interval", 2)):
+                out[s] = info  # its heartbeat key is gone, not expired: the broker lost it
+            elif s not in out:
+                del self._last_alive[s]
         return out
 
     # -- the assignment -----------------------------------------------------------------------
@@ -141,13 +154,15 @@ class Spiders:
             logger.warning("spider %s ignored: its heartbeat is not signed with this frontier's LINKRANK_SECRET "
                            "(or is not a heartbeat)", s)
         refused.clear()
-        self.live = self._alive(known)
+        self.live = self._alive(known, now)
         self._note_progress(now, progress)
         for s in known:
             if s not in self.live and s not in self.owners and s not in self.moving.values():
                 self.t.forget_spider(s)
         working = sorted(s for s in self.live if s not in self.stalled)
-        if working and all(o is None for o in self.owners):
+        if not working:
+            return  # nobody to give partitions to: the assignment stays as it is
+        if all(o is None for o in self.owners):
             # The first spiders: wait a heartbeat for those started with them,
             # so they split the partitions at once instead of by moves.
             self._first_seen = self._first_seen or now
@@ -164,6 +179,8 @@ class Spiders:
                 owners[p] = target
                 del moving[p]
                 self.paused_until[p] = now + grace
+        for p, o in enumerate(owners):
+            self.holders[p].update(x for x in (o, moving.get(p)) if x)
         if owners != self.owners or moving != self.moving:
             self.owners, self.moving = owners, moving
             self.version += 1
