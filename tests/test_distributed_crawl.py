@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from crawlweb import BIN, EXAMPLE, TestWebServer, crawl_env, multi_host_graph, reachable
+from crawlweb import BIN, EXAMPLE, TestWebServer, crawl_env, multi_host_graph, reachable, scrapy_stats
 from frontera_linkrank.service.redis_transport import RedisTransport
 from frontera_linkrank.simulation.datasets import load_graph
 from frontera_linkrank.storage.pagedb import PageDB
@@ -168,6 +168,11 @@ def test_three_spiders_share_one_frontier(tmp_path, redis_server):
         for srv in servers.values():
             srv.stop()
     assert [finish_reason(str(tmp_path), sid) for sid in sids] == ["finished"] * 3
+    for sid in sids:  # each spider's stats are its own; the frontier's totals are beside them
+        with open(tmp_path / f"{sid}.log") as f:
+            stats = scrapy_stats(f.read())
+        assert stats["linkrank/pages_crawled"] == len(by_spider[sid]), (sid, stats)
+        assert stats["linkrank/frontier/pages_crawled"] == len(want)
     fetched = collections.Counter(u for fetches in by_spider.values() for _, u in fetches)
     assert set(fetched) == want and max(fetched.values()) == 1  # every page once, nothing else
     assert sum(1 for f in by_spider.values() if f) >= 2  # the work was shared

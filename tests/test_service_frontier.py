@@ -211,3 +211,20 @@ def test_a_failed_commit_stops_the_service_and_acknowledges_nothing_it_did_not_c
     assert t.get("state")["state"] == "stopped"
     assert t.backlog()["log_pending"] == 1  # the seeds entry: read, not applied, not acknowledged
     svc.core.db.close()
+
+
+def test_frontier_status_calls_a_silent_frontier_dead_and_shows_each_spider(tmp_path, redis_server):
+    from frontera_linkrank.cli.frontier_status import status, text
+
+    t = RedisTransport(redis_server.url, "u")
+    t.put("state", {"state": "running", "time": time.time() - 900, "stats": {"pages_crawled": 5},
+                    "spiders": {"s1": {"partitions": 3, "hosts": 7, "fetched": 40}}})
+    t.heartbeat("s1", {"prefetch": 4, "interval": 1.0, "machine": "m1", "pid": 7, "fetched": 41, "rate": 2.5},
+                ttl=30)
+    t.put("assignment", {"version": 1, "owners": ["s1"] * 3})
+    lines = text(status(redis_server.url, "u"))
+    assert lines[0] == "crawl u: dead (no update for 15 min; it said running)", lines
+    spider = next(x for x in lines if x.startswith("  s1:"))
+    assert "3 partitions, 7 hosts, 41 pages fetched, 2.5 pages/s, m1 pid 7" in spider, spider
+    t.put("frontier", {"host": "m0", "pid": 1, "since": 0.0, "path": "/db", "token": "x"})  # its lock: alive
+    assert status(redis_server.url, "u")["state"] == "running"
