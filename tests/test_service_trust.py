@@ -406,3 +406,33 @@ def test_page_db_check_finds_what_cannot_be_served_and_repair_fixes_it(tmp_path,
     finally:
         core.close()
     assert handed <= {f"http://a.test/{k}" for k in range(4)} and "http://a.test/3" not in handed
+
+
+def test_unsigned_requests_lose_the_meta_that_routes_them(tmp_path, redis_server):
+    """A feed entry written by someone without the secret: the spider
+    fetches it (http), but without its proxy, bind address, download slot,
+    cookie jar or credentials; the spider's own meta keys pass."""
+    from frontera_linkrank.scrapy.remote import RemoteManager
+
+    url = "http://h0.web.test/p1"
+    meta = {"proxy": "http://127.0.0.1:9", "bindaddress": ("1.2.3.4", 0), "download_slot": "x", "cookiejar": 2,
+            "playwright": True, "dont_obey_robotstxt": True, "item_id": 7, "dont_redirect": True}
+    parts = {"m": b"GET", "h": {b"Proxy-Authorization": [b"Basic eA=="], b"X-Ok": [b"1"]}, "c": {}, "b": b"",
+             "x": {b"scrapy_meta": meta}}
+    t = RedisTransport(redis_server.url, CRAWL)
+    t.setup(1)
+    t.publish([(0, 1, codec.pack({"v": 1, "t": "f", "l": 5, "f": fp(url), "u": url, "d": 0, "r": parts}))])
+    t.put("assignment", {"version": 1, "owners": ["s1"]})
+    spider = FakeSpider(redis_server.url, CRAWL, "s1", None)
+    manager = RemoteManager(spider.client)
+    spider.client.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not spider.client.n_waiting:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        (request,) = manager.get_next_requests(1)
+    finally:
+        spider.client.stop()
+    assert request.meta[b"scrapy_meta"] == {"item_id": 7, "dont_redirect": True}
+    assert request.headers == {b"X-Ok": [b"1"]}
