@@ -15,10 +15,11 @@ database. ``--no-urls`` skips recomputing every URL's fingerprint (the
 slow part).
 
 ``--repair`` (no crawl may be writing) fixes what the frontier could not
-serve: a page whose fingerprint is not its URL's gets its URL's (or, when
-that page exists already, is given up as a duplicate), a page whose stored
-request is unreadable or malformed is given up with the reason; each
-repair is one line, and the checks run again after.
+serve: a page whose key is not its request's (its URL's fingerprint, or
+method, URL and body: :mod:`~frontera_linkrank.storage.identity`) gets its
+own (or, when that page exists already, is given up as a duplicate), a
+page whose stored request is unreadable or malformed is given up with the
+reason; each repair is one line, and the checks run again after.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ import numpy as np
 from ..core.codec import malformed_parts
 from ..numeric import unique
 from ..storage.errors import LMDB_DAMAGE
+from ..storage.identity import SECTION, key_for, key_scheme, stored_request_key
 from ..storage.packed import Unreadable
 from ..storage.pagedb import CorruptDatabase, PageDB
-from ..storage.urls import RejectedURL, check_url, fingerprint
+from ..storage.urls import RejectedURL, check_url
 from ..storage.vertices import CRAWLED, ERROR, F_EXTRAS, F_SEED, LEASED, NO_PAGE, STATE_NAMES
 from .common import Argv, books, open_db, parser, tool
 
@@ -114,6 +116,7 @@ def check_pages(db: PageDB, urls_too: bool) -> list[str]:
             out.append("seed pages with a depth other than 0")
         if urls_too:
             wrong_fp, wrong_host, missing = [], 0, 0
+            scheme = key_scheme(db.meta_section(SECTION))
             for lo in range(0, n, 20_000):
                 idx = range(lo, min(lo + 20_000, n))
                 for i, u in zip(idx, db.urls(idx, txn)):
@@ -121,13 +124,13 @@ def check_pages(db: PageDB, urls_too: bool) -> list[str]:
                         missing += 1
                         continue
                     try:
-                        if fingerprint(u) != keys[i]:
+                        if key_for(scheme, u) != keys[i]:
                             wrong_fp.append(i)
                         if check_url(u) != db.host_names[host[i]]:
                             wrong_host += 1
                     except (RejectedURL, IndexError):
                         wrong_fp.append(i)
-            wrong_fp = [i for i in wrong_fp if not repaired(db, i, txn)]
+            wrong_fp = [i for i in wrong_fp if right_key(db, i, txn) != keys[i] and not repaired(db, i, txn)]
             if missing:
                 out.append(f"{missing} pages without a URL")
             if wrong_fp:
@@ -142,6 +145,20 @@ def check_pages(db: PageDB, urls_too: bool) -> list[str]:
     if times.any():
         out.append(f"{int(times.sum())} crawled pages with inconsistent crawl times")
     return out
+
+
+def right_key(db: PageDB, i: int, txn: object) -> bytes | None:
+    """The key page ``i`` should have: of its URL and stored request parts,
+    in the database's key scheme (None: its URL is not one)."""
+    url = db.url(i, txn)
+    parts = None
+    if db.vertices.flags[i] & F_EXTRAS:
+        got = db.request_extras([i], txn).get(i)
+        parts = got if isinstance(got, tuple) and not malformed_parts(got) else None
+    try:
+        return stored_request_key(key_scheme(db.meta_section(SECTION)), url, parts) if url is not None else None
+    except RejectedURL:
+        return None
 
 
 def repaired(db: PageDB, i: int, txn: object) -> bool:
@@ -182,24 +199,28 @@ def repair(path: str) -> list[str]:
     lines = []
     try:
         v, n = db.vertices, db.n_pages
+        scheme = key_scheme(db.meta_section(SECTION))
+        wrong = {}
         with db.snapshot() as txn:
-            urls = db.urls(range(n), txn)
-        for i, u in enumerate(urls):
-            try:
-                right = fingerprint(u) if u is not None else None
-            except RejectedURL:
-                right = None
+            for i, u in enumerate(db.urls(range(n), txn)):
+                try:
+                    if u is not None and key_for(scheme, u) == bytes(v.fp[i]):
+                        continue
+                except RejectedURL:
+                    pass
+                right = right_key(db, i, txn)
+                if right is not None and right != bytes(v.fp[i]):
+                    wrong[i] = (u, right)
+        for i, (u, right) in wrong.items():
             key = bytes(v.fp[i])
-            if right is None or right == key:
-                continue
             j = db.find(right)
             if j is None:
                 v.fp[i] = np.frombuffer(right, "V20")[0]
                 del db.fp_index[key]
                 db.fp_index[right] = i
-                lines.append(f"page {i} ({u}): key rewritten to its URL's fingerprint {right.hex()}")
+                lines.append(f"page {i} ({u}): key rewritten to its own {right.hex()}")
             else:
-                give_up(db, i, f"duplicate of page {j}: its key was not its URL's fingerprint")
+                give_up(db, i, f"duplicate of page {j}: its key was not its request's")
                 lines.append(f"page {i} ({u}): given up, a duplicate of page {j}")
             db.touch(i)
         for i, reason in sorted(unservable_requests(db).items()):

@@ -32,7 +32,8 @@ from typing import Any
 
 from ..core.codec import FINGERPRINT_KEY, RETRIED_KEY, OutgoingRequest
 from ..core.frontier_core import FrontierCore
-from ..storage.urls import RejectedURL, fingerprint
+from ..storage.identity import SECTION, key_for, key_scheme
+from ..storage.urls import RejectedURL
 from . import codec
 from .leases import LeaseBook
 from .transport import Transport
@@ -42,12 +43,14 @@ logger = logging.getLogger(__name__)
 LOUD = 100  # refused entries logged at WARNING before only every thousandth is
 
 
-def expected_key(url: str, method: bytes = b"GET", body: bytes = b"") -> bytes:
-    """The 20-byte page key of a request, as the page database defines it
-    (today the fingerprint of the canonical URL; method and body are part
-    of a request's identity where the database's key function says so).
-    Raises :class:`~frontera_linkrank.storage.urls.RejectedURL`."""
-    return fingerprint(url)
+def expected_key(scheme: str, req: Any) -> bytes:
+    """The 20-byte page key of request ``req`` in a database whose keys
+    follow ``scheme`` (:mod:`~frontera_linkrank.storage.identity`: the
+    canonical URL's fingerprint, or method, URL and body). Raises
+    :class:`~frontera_linkrank.storage.urls.RejectedURL`."""
+    scrapy_meta = req.meta.get(b"scrapy_meta")
+    verbatim = bool(isinstance(scrapy_meta, dict) and scrapy_meta.get("verbatim_url"))
+    return key_for(scheme, req.url, req.method, req.body, verbatim)
 
 
 class _Response:
@@ -86,6 +89,7 @@ class Intake:
         self.t = transport
         self.may_report = may_report
         self.key = key
+        self.scheme = key_scheme(core.db.meta_section(SECTION))  # how the database keys its pages
         self.counters: Counter = Counter()
         self.progress: dict[str, int] = {}  # spider -> report items received (applied or not)
         self.fetched: Counter = Counter()  # spider -> reports applied
@@ -151,7 +155,7 @@ class Intake:
             key = binascii.unhexlify(req.meta[FINGERPRINT_KEY])
             if find(key) is None:
                 try:
-                    ok = expected_key(req.url, req.method, req.body) == key
+                    ok = expected_key(self.scheme, req) == key
                 except RejectedURL:
                     ok = True  # the core rejects the URL itself, with its reason
                 if not ok:
