@@ -22,8 +22,7 @@ once.
 would: a structure that grows by doubling doubles once or twice in the
 range, at a third of the run time. Rankings run inline
 (``LINKRANK_RANK_BACKGROUND=False``) so that none is in flight at a
-checkpoint and the run is the same every time; fsync is off (memory does
-not depend on it). Nothing here depends on the machine's speed.
+checkpoint; fsync is off (memory does not depend on it). Nothing here depends on the machine's speed.
 """
 
 import json
