@@ -106,8 +106,8 @@ def print_report(result: dict) -> None:
     print()
     start = result.get("start")
     if start:
-        what = "serve-frontier" if mode == "serve" else "the frontier"
-        print(f"RSS before {what} opened: {start['rss'] / MiB:,.0f} MiB (anon {start['anon'] / MiB:,.0f}, "
+        what = {"serve": "before serve-frontier opened", "core": "before the frontier opened"}.get(mode, "at the start")
+        print(f"RSS {what}: {start['rss'] / MiB:,.0f} MiB (anon {start['anon'] / MiB:,.0f}, "
               f"file {start['file'] / MiB:,.0f}); marginal figures of the first checkpoint count from there")
     if not rows:
         print("no checkpoint reached")
