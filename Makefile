@@ -23,12 +23,18 @@ redis-server:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server; \
 	  else echo "redis-server not found: its tests will be skipped (install: sudo apt-get install redis-server)"; fi; }
 
-# Lint first (ruff's settings are in pyproject.toml), then the whole suite.
+# Lint and type-check first (ruff's and mypy's settings are in
+# pyproject.toml: mypy checks numeric, storage and scoring), then the suite
+# in parallel (pytest-xdist): many tests wait on crawler subprocesses and
+# servers, so TEST_WORKERS=3 keeps two cores busy; work stealing evens out
+# the long tests. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 3
 test: venv redis-server
 	$(BIN)/ruff check frontera_linkrank tests benchmarks
-	$(BIN)/python -m pytest -q
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
-# Serve the Hollins graph (shipped in frontera_linkrank/data) on 127.0.0.1,
+# Serve the Hollins graph (installed in frontera_linkrank/data) on 127.0.0.1,
 # crawl it with example_project, print the 20 most important pages
 # (example_project/demo.sh).
 demo: venv

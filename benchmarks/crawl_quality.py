@@ -22,7 +22,7 @@ import sys
 from frontera_linkrank.simulation.cli import main as simulate
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# Names of graphs shipped in frontera_linkrank/data (simulate loads them).
+# Names of the real graphs in the repository's datasets/ folder (simulate loads them).
 GRAPHS = ("uk2007", "ukwa")
 
 

@@ -129,7 +129,14 @@ def in_process(workdir, first, last, batch=256):
 
 
 # -- 2. the ceiling with fake spiders ------------------------------------------------------------
-def fake_spider(url, sid, stop_at):
+def links_of_urls(urls):
+    """The link URLs of each page of this web (a fake spider's ``web``)."""
+    return [links_of(page_of(u)) for u in urls]
+
+
+def fake_spider(url, sid, stop_at, web=links_of_urls):
+    """A spider process that "fetches" each request at once and reports it
+    with its links: ``web(urls)`` gives the link URLs of each page."""
     from frontera_linkrank.service.client import RemoteFrontier
 
     client = RemoteFrontier(lambda: RedisTransport(url, CRAWL), sid, prefetch=1024, interval=1.0)
@@ -139,8 +146,8 @@ def fake_spider(url, sid, stop_at):
         if not got:
             time.sleep(0.002)
             continue
-        for p, entry_id, e in got:
-            links = [[u, fp_hex(u), None] for u in links_of(page_of(e.url))]
+        for (p, entry_id, e), urls in zip(got, web([e.url for _, _, e in got])):
+            links = [[u, fp_hex(u), None] for u in urls]
             client.done(p, entry_id, {"k": "f", "l": e.lease, "f": e.fp, "u": e.url, "s": 200, "h": 1, "ln": links})
     client.stop(2)
 
@@ -159,19 +166,19 @@ def crawled(url):
     return state(url)[0]
 
 
-def start_frontier(workdir, name, url, seeds, partitions=64):
+def start_frontier(workdir, name, url, seeds, partitions=64, settings=("LINKRANK_SYNC=False",)):
     log = open(os.path.join(workdir, name + ".log"), "w")
     return subprocess.Popen([os.path.join(BIN, "frontera-linkrank"), "serve-frontier", os.path.join(workdir, name),
                              "--broker", url, "--crawl", CRAWL, "--seeds", seeds, "--partitions", str(partitions),
-                             "--set", "LINKRANK_SYNC=False", "--log-level", "WARNING"],
+                             *[a for s in settings for a in ("--set", s)], "--log-level", "WARNING"],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def stop(proc):
+def stop(proc, timeout=30):
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(30)
+            proc.wait(timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()

@@ -142,16 +142,13 @@ def main(argv=None):
     graphs = [(f"power-law {args.pages // 1000}k/{args.links // 1_000_000}M",
                os.path.join(args.out, f"rank-{args.pages}-{args.links}"),
                lambda: power_law_graph(args.pages, args.links))]  # fmt: skip
-    try:
-        from frontera_linkrank.simulation.datasets import load_uk2007
+    from frontera_linkrank.simulation.datasets import load_uk2007  # datasets/ of the repository
 
-        def uk():
-            g = load_uk2007()
-            return g.urls, np.repeat(np.arange(g.n), np.diff(g.indptr)), g.indices
+    def uk():
+        g = load_uk2007()
+        return g.urls, np.repeat(np.arange(g.n), np.diff(g.indptr)), g.indices
 
-        graphs.append(("uk-2007-05@100000", os.path.join(args.out, "rank-uk2007"), uk))
-    except FileNotFoundError:
-        print("uk-2007-05@100000 not found (frontera_linkrank/data): skipped", file=sys.stderr)
+    graphs.append(("uk-2007-05@100000", os.path.join(args.out, "rank-uk2007"), uk))
     print(
         "| graph | links | edges | load s | PageRank s/iter | scipy s/iter | ratio | HITS s/iter "
         "| scipy s/iter | ratio | peak bytes/page |"

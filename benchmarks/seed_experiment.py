@@ -11,7 +11,7 @@ links removed at random, crawled on the full graph.
 
 Graphs: ``uk-2007-05@100000`` (hosts inferred from the URL order) and the
 UKWA 1996 host graph (one node per host: pruning drops nothing but
-self-links), both shipped with the package (``frontera_linkrank/data``).
+self-links), both in the repository's ``datasets/`` folder.
 
 Prints Markdown tables and writes one PNG per graph (needs matplotlib:
 ``pip install -e '.[plot]'``). Everything is seeded: the same command

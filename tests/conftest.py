@@ -10,11 +10,15 @@ sys.path.insert(0, HERE)
 # imports modules for their doctests).
 collect_ignore = ["crash_child.py", "order_fingerprints.py"]
 
+# The real graphs not installed with the package (uk2007, ukwa) are in the
+# repository's datasets/ folder: named here so that the loaders find them
+# in this process and in the tools the tests run, whatever the install.
+os.environ.setdefault("FRONTERA_LINKRANK_DATASETS", os.path.join(os.path.dirname(HERE), "datasets"))
 
 
 def dataset(*parts):
-    """Path of a data set shipped with the package (frontera_linkrank/data):
-    the real graphs are always there, so no test skips for want of data."""
+    """Path of a real graph's file or folder (frontera_linkrank/data, or the
+    repository's datasets/): always there, so no test skips for want of data."""
     from frontera_linkrank.data import path
 
     return path(*parts)

@@ -43,6 +43,19 @@ def test_help_lists_every_subcommand():
     assert installed("frontera-linkrank").stdout == r.stdout  # no command: the same help
 
 
+def test_version_is_the_installed_distributions():
+    """``--version`` prints the version pip installed (its metadata), which
+    is the package's ``__version__`` (pyproject.toml reads it from there)."""
+    import frontera_linkrank
+
+    want = f"frontera-linkrank {importlib.metadata.version('frontera_linkrank')}\n"
+    assert importlib.metadata.version("frontera_linkrank") == frontera_linkrank.__version__
+    for flag in ("--version", "-V"):
+        r = installed("frontera-linkrank", flag)
+        assert (r.returncode, r.stdout, r.stderr) == (0, want, "")
+    assert 'version = { attr = "frontera_linkrank.__version__" }' in open(os.path.join(ROOT, "pyproject.toml")).read()
+
+
 @pytest.mark.parametrize("argv", [["nope"], ["--nope"], ["page_db_dump", "info", "x"]])
 def test_an_unknown_subcommand_is_one_line_and_exit_2(argv):
     r = installed("frontera-linkrank", *argv)

@@ -1,4 +1,4 @@
-"""Crawl ordering on a real web graph (uk-2007-05@100000).
+"""Crawl ordering on a real web graph (uk-2007-05@100000, hosts inferred).
 
 20% of the pages are crawled from 10 random seeds through FrontierManager;
 a fetched page reveals only its out-links. Greedy OPIC must collect more
@@ -6,35 +6,34 @@ true PageRank than Frontera's memory BFS at 5, 10 and 20% of the pages,
 and the hybrid policy (AOPIC cash plus the last periodic PageRank), the
 push policy (the known graph's PageRank, current after every batch) and
 the default, hybrid-push (cash plus that PageRank), more than both.
+
+The crawls are the ones whose order ``test_crawl_order_unchanged.py``
+hashes (``order_fingerprints.uk2007_order``; run once when both tests run
+in one process).
 """
 
-import numpy as np
 
-from conftest import dataset
-from frontera_linkrank.simulation.crawl import BFS, LINKRANK, compare
-from frontera_linkrank.simulation.graphs import Graph
-from frontera_linkrank.simulation.metrics import reference_pagerank
+from frontera_linkrank.settings.table import TABLE
+from frontera_linkrank.simulation.datasets import load_graph
+from frontera_linkrank.simulation.metrics import collected, reference_pagerank
+from order_fingerprints import POLICIES, UK2007_BUDGET, uk2007_order
 
 
 def test_opic_beats_bfs_and_the_pagerank_estimates_beat_both():
-    graph = Graph.from_npz(dataset("uk-2007-05-100000", "uk-2007-05@100000.csr.npz"), name="uk2007")
+    graph = load_graph("uk2007")
     truth = reference_pagerank(graph.indptr, graph.indices)
     assert abs(truth.sum() - 1) < 1e-12
-    seeds = np.random.default_rng(0).choice(graph.n, 10, replace=False).tolist()
-    runs = {
-        "bfs": (BFS, {}),
-        "opic": (LINKRANK, {"LINKRANK_POLICY": "opic"}),
-        # Default ranking schedule, computed inline so the run is reproducible.
-        "hybrid": (LINKRANK, {"LINKRANK_POLICY": "hybrid", "LINKRANK_RANK_BACKGROUND": False}),
-        "push": (LINKRANK, {"LINKRANK_POLICY": "push"}),
-        "hybrid-push": (LINKRANK, {}),  # the default
-    }
-    rows = compare(graph, runs, truth, (0.05, 0.10, 0.20), seeds, int(0.2 * graph.n))
-    (bfs, _, n_bfs), (opic, _, n_opic), (hybrid, _, n_hybrid) = rows["bfs"], rows["opic"], rows["hybrid"]
-    (push, _, n_push), (default, _, n_default) = rows["push"], rows["hybrid-push"]
-    assert n_bfs == n_opic == n_hybrid == n_push == n_default == 20_000
-    for f, b, o, h, p, hp in zip((5, 10, 20), bfs, opic, hybrid, push, default):
+    assert UK2007_BUDGET == int(0.2 * graph.n)
+    default = TABLE["LINKRANK_POLICY"].default
+    runs = {name: uk2007_order(name) for name in ("bfs", "opic", "hybrid", "push")}
+    # The default settings: the same crawl as its policy named alone.
+    runs["default"] = uk2007_order(default if default in POLICIES else "default")
+    assert {name: len(order) for name, order in runs.items()} == dict.fromkeys(runs, UK2007_BUDGET)
+    assert all(len(set(order)) == len(order) for order in runs.values())  # each page fetched once
+    got = {name: collected(list(order), truth, (0.05, 0.10, 0.20)) for name, order in runs.items()}
+    for i, f in enumerate((5, 10, 20)):
+        b, o, h, p, hp = (got[name][i] for name in ("bfs", "opic", "hybrid", "push", "default"))
         assert o > b, f"at {f}%: opic {o:.4f} <= bfs {b:.4f}"
         assert h > o, f"at {f}%: hybrid {h:.4f} <= opic {o:.4f}"
         assert p > o, f"at {f}%: push {p:.4f} <= opic {o:.4f}"
-        assert hp > o, f"at {f}%: hybrid-push {hp:.4f} <= opic {o:.4f}"
+        assert hp > o, f"at {f}%: the default ({default}) {hp:.4f} <= opic {o:.4f}"

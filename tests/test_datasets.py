@@ -1,6 +1,9 @@
-"""The real graphs shipped in frontera_linkrank/data: their loaders, their
-provenance notes, and their place in a built wheel (so that the named
-graphs and ``serve-web hollins`` work from a plain ``pip install``)."""
+"""The real graphs: Hollins and polblogs in frontera_linkrank/data (installed),
+uk2007 and ukwa in the repository's datasets/ folder. Their loaders, their
+provenance notes, and the built wheel: it holds the small graphs (so that
+``simulate hollins`` and ``serve-web hollins`` work from a plain ``pip
+install``), not the big ones (naming one there is one clear error line), and
+stays small."""
 
 import hashlib
 import http.client
@@ -24,6 +27,9 @@ from frontera_linkrank.storage.urls import check_url
 PACKAGE = os.path.dirname(frontera_linkrank.__file__)
 ROOT = os.path.dirname(PACKAGE)
 DATA = os.path.join(PACKAGE, "data")
+DATASETS = os.path.join(ROOT, "datasets")
+#: The largest wheel accepted, in bytes.
+MAX_WHEEL = 3_000_000
 
 
 def sha256(path):
@@ -43,12 +49,17 @@ def shipped_files():
     return out
 
 
+def data_folders():
+    """Every real graph's folder: installed ones, then the repository's."""
+    return [os.path.join(DATA, n) for n in data.NAMES] + [os.path.join(DATASETS, n) for n in data.REPOSITORY_NAMES]
+
+
 def edges_of(g):
     src = np.repeat(np.arange(g.n), np.diff(g.indptr))
     return set(zip(src.tolist(), g.indices.tolist()))
 
 
-def test_every_named_graph_loads_from_the_package_data():
+def test_every_named_graph_loads():
     sizes = {"hollins": (6012, 23875), "uk2007": (100_000, 3_050_615), "ukwa": (58_842, 184_433),
              "polblogs": (1490, 19_025)}  # fmt: skip
     assert sorted(NAMED) == sorted(sizes)
@@ -58,10 +69,24 @@ def test_every_named_graph_loads_from_the_package_data():
         assert len(g.urls) == n and len(g.hosts) == n
 
 
-def test_data_path_is_inside_the_package_and_refuses_unknown_names():
+def test_data_path_finds_each_graph_and_refuses_unknown_names(monkeypatch, tmp_path):
     assert data.path("hollins") == os.path.join(DATA, "hollins")
-    with pytest.raises(FileNotFoundError, match="not among the data shipped"):
+    assert sorted(os.listdir(DATASETS)) == sorted([*data.REPOSITORY_NAMES, "README.md"])
+    with pytest.raises(FileNotFoundError, match="not among the data of frontera_linkrank"):
         data.path("no-such-graph")
+    # The repository's graphs: from the folder the variable names, else from
+    # datasets/ beside the package (this checkout), whatever the directory.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(data.ENV, DATASETS)
+    assert data.path("ukwa-1996-hosts") == os.path.join(DATASETS, "ukwa-1996-hosts")
+    monkeypatch.delenv(data.ENV)
+    assert os.path.samefile(data.path("uk-2007-05-100000"), os.path.join(DATASETS, "uk-2007-05-100000"))
+    monkeypatch.setenv(data.ENV, str(tmp_path))
+    with pytest.raises(FileNotFoundError) as e:
+        data.path("ukwa-1996-hosts", "1996-uk-web-hosts.tsv.gz")
+    assert str(e.value) == (f"ukwa-1996-hosts/1996-uk-web-hosts.tsv.gz: not found in {data.ENV}={tmp_path}; it is in "
+                            "the datasets/ folder of the frontera_linkrank source repository: run from a checkout, "
+                            f"set {data.ENV} to that folder, or pass the file's path")
 
 
 def test_polblogs_is_directed_with_blog_hosts_and_party_labels():
@@ -99,8 +124,8 @@ def test_polblogs_gml_by_path_and_hollins_facts(tmp_path):
 
 
 def test_each_data_folder_has_a_readme_with_the_sha256_of_its_files():
-    for name in data.NAMES:
-        folder = os.path.join(DATA, name)
+    for folder in data_folders():
+        name = os.path.basename(folder)
         with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
             readme = f.read()
         listed = dict(re.findall(r"^- `([^`]+)` ([0-9a-f]{64})$", readme, re.MULTILINE))
@@ -118,7 +143,7 @@ def wheel(tmp_path_factory):
     work = tmp_path_factory.mktemp("wheel")
     src = work / "src"
     src.mkdir()
-    for f in ("pyproject.toml", "README.md"):
+    for f in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(os.path.join(ROOT, f), src / f)
     shutil.copytree(PACKAGE, src / "frontera_linkrank",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.mdb"))
@@ -131,14 +156,26 @@ def wheel(tmp_path_factory):
     return whl
 
 
-def test_the_wheel_holds_every_data_file_unchanged(wheel, tmp_path):
+def test_the_wheel_holds_the_small_graphs_unchanged_and_nothing_big(wheel):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         for rel in shipped_files():
             member = f"frontera_linkrank/data/{rel}"
             assert member in names, member
             assert hashlib.sha256(z.read(member)).hexdigest() == sha256(os.path.join(DATA, rel)), member
-        assert "frontera_linkrank/data/__init__.py" in names
+        data_files = {n for n in names if n.startswith("frontera_linkrank/data/") and not n.endswith(".py")}
+        assert data_files == {f"frontera_linkrank/data/{rel}" for rel in shipped_files()}
+        assert sorted(data.NAMES) == ["hollins", "polblogs"]
+        assert "frontera_linkrank/data/__init__.py" in names and "frontera_linkrank/py.typed" in names
+        # Only code and the small graphs: every other file is small.
+        big = [(i.filename, i.file_size) for i in z.infolist()
+               if i.file_size > 100_000 and not i.filename.startswith("frontera_linkrank/data/")]  # fmt: skip
+        assert big == []
+        (licence,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert z.read(licence).decode().startswith("BSD 3-Clause License")
+        (meta,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        assert "License-Expression: BSD-3-Clause" in z.read(meta).decode()
+    assert os.path.getsize(wheel) <= MAX_WHEEL, os.path.getsize(wheel)
 
 
 def test_serve_web_hollins_runs_from_the_installed_wheel(wheel, tmp_path):
@@ -177,3 +214,26 @@ def test_serve_web_hollins_runs_from_the_installed_wheel(wheel, tmp_path):
             web.wait()
     assert web.returncode == 0, err
     assert "serving hollins: 6,012 pages, 23,875 links" in out
+
+
+def test_a_graph_not_in_the_wheel_is_one_clear_error_line(wheel, tmp_path):
+    """From the installed wheel, away from a checkout and with no
+    FRONTERA_LINKRANK_DATASETS: ``simulate uk2007`` says where the graph is,
+    in one line, exit status 2; ``--version`` is the wheel's."""
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(site)
+    env = {k: v for k, v in os.environ.items() if k != data.ENV}
+    env["PYTHONPATH"] = str(site)
+    code = "import sys; from frontera_linkrank.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    for name, rel in (("uk2007", "uk-2007-05-100000/uk-2007-05@100000.csr.npz"),
+                      ("ukwa", "ukwa-1996-hosts/1996-uk-web-hosts.tsv.gz")):  # fmt: skip
+        r = subprocess.run([sys.executable, "-c", code, "simulate", name], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert (r.returncode, r.stdout) == (2, ""), r.stderr
+        assert r.stderr == (f"frontera-linkrank simulate: error: {rel}: not installed with the package; it is in the "
+                            "datasets/ folder of the frontera_linkrank source repository: run from a checkout, set "
+                            f"{data.ENV} to that folder, or pass the file's path\n")
+    r = subprocess.run([sys.executable, "-c", code, "--version"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=120)  # fmt: skip
+    assert (r.returncode, r.stdout) == (0, f"frontera-linkrank {frontera_linkrank.__version__}\n")

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from crawlweb import BIN, EXAMPLE, TestWebServer, crawl_env, multi_host_graph, reachable
+from crawlweb import BIN, EXAMPLE, TestWebServer, crawl_env, multi_host_graph, reachable, scrapy_stats
 from frontera_linkrank.service.redis_transport import RedisTransport
 from frontera_linkrank.simulation.datasets import load_graph
 from frontera_linkrank.storage.pagedb import PageDB
@@ -29,16 +29,22 @@ from frontera_linkrank.storage.vertices import CRAWLED
 from frontera_linkrank.testweb.web import TestWeb
 
 CRAWL = "t"
+SECRET = "s3cret"  # LINKRANK_SECRET of the frontier (environment) and its spiders (-s)
 WEB = ["--errors", "0.05", "--redirects", "0.05", "--seed", "5"]
-DEADLINE = 150  # seconds for any one crawl here
+# Seconds for any one crawl here: a guard against a hang, not a speed check
+# (a busy machine running the suite in parallel makes a crawl several times
+# slower than alone).
+DEADLINE = 400
 
 
 class Frontier:
     """serve-frontier in a subprocess (its own process group)."""
 
-    def __init__(self, db, url, workdir, env=None, partitions=16):
+    def __init__(self, db, url, workdir, env=None, partitions=16, settings=()):
         self.cmd = [os.path.join(BIN, "frontera-linkrank"), "serve-frontier", db, "--broker", url, "--crawl", CRAWL,
                     "--partitions", str(partitions), "--set", "LINKRANK_SYNC=False"]
+        for setting in settings:
+            self.cmd += ["--set", setting]
         self.log = os.path.join(workdir, "frontier.log")
         self.env = env
         self.start()
@@ -46,7 +52,7 @@ class Frontier:
     def start(self, env=None):
         with open(self.log, "a") as log:
             self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                         env=dict(os.environ, **(env or self.env or {})))
+                                         env=dict(os.environ, LINKRANK_SECRET=SECRET, **(env or self.env or {})))
 
     def kill9(self):
         os.killpg(self.proc.pid, signal.SIGKILL)
@@ -70,8 +76,9 @@ def spider(url, proxy, sid, workdir, seeds=None, extra=()):
     """``scrapy crawl example`` as spider ``sid`` of the shared frontier."""
     cmd = [os.path.join(BIN, "scrapy"), "crawl", "example", "-s", f"LINKRANK_FRONTIER_URL={url}",
            "-s", f"LINKRANK_CRAWL={CRAWL}", "-s", f"LINKRANK_SPIDER_ID={sid}", "-s", "LINKRANK_HEARTBEAT_INTERVAL=1",
-           "-s", f"LINKRANK_SEEDS_FILE={seeds or ''}", "-s", "LINKRANK_LOG_INTERVAL=0", "-s", "LINKRANK_SECRET=s3cret",
-           "-s", f"LOG_FILE={os.path.join(workdir, sid + '.log')}", "-s", "LOG_LEVEL=INFO", *extra]
+           "-s", f"LINKRANK_SEEDS_FILE={seeds or ''}", "-s", "LINKRANK_LOG_INTERVAL=0",
+           "-s", f"LINKRANK_SECRET={SECRET}", "-s", f"LOG_FILE={os.path.join(workdir, sid + '.log')}",
+           "-s", "LOG_LEVEL=INFO", *extra]
     return subprocess.Popen(cmd, cwd=EXAMPLE, env=crawl_env(proxy), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
 
@@ -157,7 +164,8 @@ def test_three_spiders_share_one_frontier(tmp_path, redis_server):
                  for sid in sids]
         assert wait_all(procs, deadline) == [0, 0, 0]
         status = subprocess.run([os.path.join(BIN, "frontera-linkrank"), "frontier-status", "--broker",
-                                 redis_server.url, "--crawl", CRAWL], capture_output=True, text=True, timeout=30)
+                                 redis_server.url, "--crawl", CRAWL], capture_output=True, text=True, timeout=30,
+                                env=dict(os.environ, LINKRANK_SECRET=SECRET))
         assert frontier.stop() == 0, frontier.text()[-3000:]
         by_spider = fetches_by_spider(servers)
     finally:
@@ -165,6 +173,12 @@ def test_three_spiders_share_one_frontier(tmp_path, redis_server):
         for srv in servers.values():
             srv.stop()
     assert [finish_reason(str(tmp_path), sid) for sid in sids] == ["finished"] * 3
+    for sid in sids:  # each spider's stats are its own; the frontier's totals are beside them
+        with open(tmp_path / f"{sid}.log") as f:
+            stats = scrapy_stats(f.read())
+        # (one report a page: a redirect or a retry is two requests to the web)
+        assert 0 < stats["linkrank/pages_crawled"] <= len(by_spider[sid]), (sid, stats)
+        assert stats["linkrank/frontier/pages_crawled"] == len(want)
     fetched = collections.Counter(u for fetches in by_spider.values() for _, u in fetches)
     assert set(fetched) == want and max(fetched.values()) == 1  # every page once, nothing else
     assert sum(1 for f in by_spider.values() if f) >= 2  # the work was shared
@@ -173,7 +187,7 @@ def test_three_spiders_share_one_frontier(tmp_path, redis_server):
     assert crawled == len(want)
     assert status.returncode == 0 and "crawl t: finished" in status.stdout, status.stdout + status.stderr
     assert "duplicate_reports" not in status.stdout or "duplicate_reports 0" in status.stdout
-    state = RedisTransport(redis_server.url, CRAWL).get("state")
+    state = RedisTransport(redis_server.url, CRAWL, secret=SECRET).get("state")
     assert state["state"] == "stopped" and state["stats"]["reports_applied"] == state["stats"]["leases_published"]
 
 
@@ -184,7 +198,7 @@ SLOW = ["-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1", "-s", "DOWNLOAD_DELAY=0.05", "
 def crawled_now(url):
     """pages_crawled as the frontier last published it (0 while unknown)."""
     try:
-        t = RedisTransport(url, CRAWL)
+        t = RedisTransport(url, CRAWL, secret=SECRET)
         try:
             state = t.get("state") or {}
         finally:
@@ -313,3 +327,62 @@ def test_dead_spider_hosts_go_to_the_others_and_a_paused_one_comes_back(tmp_path
     assert "'linkrank/taken_over'" in s1  # s1 took over requests the dead s3 held
     counters, crawled = check_db(db, want)
     assert crawled == len(want)
+
+
+# -- balance and broker errors ------------------------------------------------------------------
+def test_two_big_hosts_go_to_two_spiders_and_the_page_budget_closes_them(tmp_path, redis_server):
+    npz = multi_host_graph(str(tmp_path / "web.npz"), hosts=2, pages=80, external=0.05, seed=7)
+    g = load_graph(npz)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(g.urls[0] + "\n")
+    db = str(tmp_path / "db")
+    servers = {}
+    for sid in ("s1", "s2"):
+        (tmp_path / sid).mkdir()
+        servers[sid] = TestWebServer(npz, str(tmp_path / sid))
+    frontier = Frontier(db, redis_server.url, str(tmp_path), settings=["LINKRANK_MAX_PAGES=120"])
+    polite = ["-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2", "-s", "LINKRANK_PREFETCH=8"]
+    try:
+        procs = [spider(redis_server.url, servers[sid].proxy, sid, str(tmp_path),
+                        str(seeds) if sid == "s1" else None, extra=polite) for sid in ("s1", "s2")]
+        assert wait_all(procs, time.monotonic() + DEADLINE) == [0, 0]
+        assert frontier.stop() == 0, frontier.text()[-3000:]
+        by_spider = fetches_by_spider(servers)
+    finally:
+        frontier.stop()
+        for srv in servers.values():
+            srv.stop()
+    counts = {sid: len(f) for sid, f in by_spider.items()}
+    assert sum(counts.values()) == 120, counts  # the budget, not a page more
+    assert all(n >= 0.3 * 120 for n in counts.values()), counts  # both spiders fetch
+    assert overlapping_hosts(by_spider) == []  # and a host is still fetched by one spider at a time
+    assert [finish_reason(str(tmp_path), sid) for sid in ("s1", "s2")] == ["linkrank_page_budget"] * 2
+    _, crawled = check_db(db, set())
+    assert crawled == 120
+
+
+def test_a_wrong_password_or_no_broker_is_one_line_in_every_process(tmp_path, redis_server):
+    import redis
+
+    redis.Redis(unix_socket_path=redis_server.socket).config_set("requirepass", "right-password")
+    wrong = f"unix://:wrong-password@{redis_server.socket}?db=0"
+    nobody = f"unix://:wrong-password@{tmp_path}/nobody.sock?db=0"
+    fl = os.path.join(BIN, "frontera-linkrank")
+    commands = {
+        "serve-frontier": lambda url: ([fl, "serve-frontier", str(tmp_path / "db"), "--broker", url], None),
+        "frontier-status": lambda url: ([fl, "frontier-status", "--broker", url], None),
+        "spider": lambda url: ([os.path.join(BIN, "scrapy"), "crawl", "example", "-s", f"LINKRANK_FRONTIER_URL={url}",
+                                "-s", "LOG_LEVEL=ERROR"], EXAMPLE),
+    }
+    runs = {}
+    for url, cause in ((wrong, "authentication failed"), (nobody, "unreachable")):
+        for name, make in commands.items():
+            cmd, cwd = make(url)
+            runs[name, cause] = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                 text=True)
+    for (name, cause), proc in runs.items():
+        out = proc.communicate(timeout=60)[0]  # (each ends by itself, in seconds)
+        lines = [x for x in out.splitlines() if x.strip()]
+        assert proc.returncode in (1, 2) and len(lines) == 1, (name, out)
+        assert cause in lines[0] and ":***@" in lines[0], (name, lines)
+        assert "wrong-password" not in out, name  # never printed

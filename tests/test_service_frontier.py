@@ -41,9 +41,10 @@ def test_bad_messages_are_counted_and_the_rest_applied(tmp_path, redis_server, c
     good = "http://a.test/"
     t.send(codec.seeds([["http://bad.test/", b"not hex", None], [good, fp(good), None]]))
     steps(svc, lambda: svc.core.db.n_pages >= 1)
-    assert svc.counters["bad_messages"] == 3
+    assert svc.counters["bad_messages"] == 2 and svc.counters["bad_links"] == 1
     assert svc.core.db.find(fingerprint(good)) is not None and svc.core.db.n_pages == 1
-    assert "not a msgpack message" in caplog.text and "schema version 99" in caplog.text
+    assert "msgpack message" in caplog.text and "schema version 99" in caplog.text
+    assert t.backlog()["rejected"] == 3  # set aside for inspection, acknowledged
     svc.core.close()
 
 
@@ -94,15 +95,12 @@ def test_back_pressure_bounds_what_a_spider_holds_and_redis_keeps(tmp_path, redi
 
 
 def test_a_spider_with_a_small_prefetch_finds_its_requests_among_many_partitions(tmp_path, redis_server):
-    from frontera_linkrank.service.assignment import partition_of
-
     s = {"LINKRANK_PATH": str(tmp_path / "db"), "LINKRANK_SYNC": False}
     svc = FrontierService(FrontierCore(LinkRankSettings(s), keep_leases=True), RedisTransport(redis_server.url, "u"),
                           partitions=64)
     svc.start()
-    # A host of partition 0: the last one a reader going round the partitions from 1 would reach.
-    host = next(f"h{k}.test" for k in range(10000) if partition_of(f"h{k}.test", 64) == 0)
-    svc.core.add_seeds([OutgoingRequest(f"http://{host}/{k}") for k in range(3)])
+    # The first host: partition 0, the last one a reader going round the partitions from 1 would reach.
+    svc.core.add_seeds([OutgoingRequest(f"http://h0.test/{k}") for k in range(3)])
     client = RemoteFrontier(lambda: RedisTransport(redis_server.url, "u"), "s1", prefetch=1, interval=0.2)
     client.start()
     try:
@@ -213,3 +211,20 @@ def test_a_failed_commit_stops_the_service_and_acknowledges_nothing_it_did_not_c
     assert t.get("state")["state"] == "stopped"
     assert t.backlog()["log_pending"] == 1  # the seeds entry: read, not applied, not acknowledged
     svc.core.db.close()
+
+
+def test_frontier_status_calls_a_silent_frontier_dead_and_shows_each_spider(tmp_path, redis_server):
+    from frontera_linkrank.cli.frontier_status import status, text
+
+    t = RedisTransport(redis_server.url, "u")
+    t.put("state", {"state": "running", "time": time.time() - 900, "stats": {"pages_crawled": 5},
+                    "spiders": {"s1": {"partitions": 3, "hosts": 7, "fetched": 40}}})
+    t.heartbeat("s1", {"prefetch": 4, "interval": 1.0, "machine": "m1", "pid": 7, "fetched": 41, "rate": 2.5},
+                ttl=30)
+    t.put("assignment", {"version": 1, "owners": ["s1"] * 3})
+    lines = text(status(redis_server.url, "u"))
+    assert lines[0] == "crawl u: dead (no update for 15 min; it said running)", lines
+    spider = next(x for x in lines if x.startswith("  s1:"))
+    assert "3 partitions, 7 hosts, 41 pages fetched, 2.5 pages/s, m1 pid 7" in spider, spider
+    t.put("frontier", {"host": "m0", "pid": 1, "since": 0.0, "path": "/db", "token": "x"})  # its lock: alive
+    assert status(redis_server.url, "u")["state"] == "running"

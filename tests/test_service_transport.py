@@ -14,30 +14,88 @@ def transport(server, crawl="t"):
 
 def test_publish_is_idempotent_by_sequence(redis_server):
     t = transport(redis_server)
-    assert t.publish([(0, 1, b"a"), (0, 2, b"b"), (1, 3, b"c")]) == 3
-    assert t.publish([(0, 2, b"b"), (0, 1, b"a"), (1, 3, b"c")]) == 0  # republished: nothing added
-    assert t.publish([(0, 2, b"b"), (0, 4, b"d")]) == 1
+    assert t.publish([(0, 1, b"a"), (0, 2, b"b"), (1, 3, b"c")]).added == 3
+    again = t.publish([(0, 2, b"b"), (0, 1, b"a"), (1, 3, b"c")])  # republished: nothing added, all found there
+    assert (again.added, again.present, again.conflicts) == (0, 3, [])
+    assert t.publish([(0, 2, b"b"), (0, 4, b"d")]).added == 1
     assert [t.published_top(p) for p in range(4)] == [4, 3, 0, 0]
     got = t.read_feed("s1", {0: ">", 1: ">"}, 10, 0)
     assert sorted((p, raw) for p, _, raw in got) == [(0, b"a"), (0, b"b"), (0, b"d"), (1, b"c")]
 
 
-def test_publish_raises_errors_other_than_a_republished_entry(redis_server):
-    import pytest
-    from redis.exceptions import ResponseError
+def test_an_entry_that_cannot_be_placed_is_a_conflict_not_a_silent_drop(redis_server):
+    t = transport(redis_server)
+    t.publish([(0, 1, b"a"), (0, 2, b"b")])
+    t.r.xtrim(t.feed_key(0), minid="3-0")  # both gone (another writer's XTRIM), the stream's top stays 2
+    res = t.publish([(0, 1, b"a"), (0, 2, b"other")], top=2)
+    assert res.added == 0 and res.conflicts == [(0, 1), (0, 2)]
 
+
+def test_entries_above_the_frontiers_sequence_are_removed_and_publishing_goes_on(redis_server):
+    t = transport(redis_server)
+    t.publish([(2, 1, b"a")], top=1)
+    got = t.read_feed("s1", {2: ">"}, 10, 0)
+    # Another writer: an entry with the largest id there is; a spider reads it.
+    t.r.xadd(t.feed_key(2), {b"m": b"evil"}, id="18446744073709551615-18446744073709551615")
+    assert [raw for _, _, raw in t.read_feed("s1", {2: ">"}, 10, 0)] == [b"evil"]
+    res = t.publish([(2, 2, b"b"), (2, 3, b"c")], top=3)
+    assert res.added == 2 and res.removed == 1 and res.repaired == [2] and res.conflicts == []
+    assert t.published_top(2) == 3
+    # The spider's group was set back: it reads the new entries.
+    assert [raw for _, _, raw in t.read_feed("s1", {2: ">"}, 10, 0)] == [b"b", b"c"]
+    assert [raw for _, _, raw in got] == [b"a"]
+
+
+def test_a_feed_key_of_another_type_is_replaced(redis_server):
     t = transport(redis_server)
     t.r.delete(t.feed_key(2))
     t.r.set(t.feed_key(2), b"not a stream")
-    with pytest.raises(ResponseError, match="WRONGTYPE"):
-        t.publish([(2, 1, b"a")])
+    res = t.publish([(2, 1, b"a")], top=1)
+    assert res.added == 1 and res.repaired == [2]
+    assert [raw for _, _, raw in t.read_feed("s", {2: ">"}, 10, 0)] == [b"a"]
 
 
 def test_publish_works_after_the_broker_forgot_its_scripts(redis_server):
     t = transport(redis_server)
-    assert t.publish([(0, 1, b"a")]) == 1
+    assert t.publish([(0, 1, b"a")]).added == 1
     t.r.script_flush()  # as after a restart: the script is loaded again
-    assert t.publish([(0, 2, b"b"), (1, 3, b"c")]) == 2
+    assert t.publish([(0, 2, b"b"), (1, 3, b"c")]).added == 2
+
+
+def test_one_lock_per_crawl_and_the_run_record(redis_server):
+    t = transport(redis_server)
+    assert t.claim(b"lock-a", 5, b"run-a") == (True, True)
+    assert t.claim(b"lock-b", 5, b"run-b") == (False, False)  # held by a
+    assert t.tick(b"lock-a", 5, b"run-a") == (1, 1)
+    assert t.tick(b"lock-b", 5, b"run-b") == (0, 0)  # not b's
+    t.r.flushdb()
+    assert t.tick(b"lock-a", 5, b"run-a") == (2, 2)  # lost, and taken back
+    t.release(b"lock-b")  # not b's to release
+    assert t.get_raw("frontier") == b"lock-a"
+    t.release(b"lock-a")
+    assert t.get_raw("frontier") is None
+
+
+def test_spider_ids_that_are_not_names_are_dropped(redis_server):
+    t = transport(redis_server)
+    t.heartbeat("s1", {"prefetch": 8}, ttl=30)
+    t.r.sadd(t._k("spiders"), b"\xff\xfe", b"a b", b"")
+    t.r.set(t._k("hb:s2"), b"\x00garbage")
+    t.r.sadd(t._k("spiders"), b"s2")
+    spiders = t.spiders()
+    assert set(spiders) == {"s1", "s2"} and spiders["s2"] is None
+    assert t.refused_records == 4 and t.r.smembers(t._k("spiders")) == {b"s1", b"s2"}
+
+
+def test_reset_deletes_the_crawls_keys_only(redis_server):
+    t = transport(redis_server)
+    other = RedisTransport(redis_server.url, "t2")
+    other.setup(2)
+    t.publish([(0, 1, b"a")])
+    t.put("state", {"state": "running"})
+    assert t.reset() >= 6
+    assert t.r.keys(b"lr:{t}:*") == [] and len(t.r.keys(b"lr:{t2}:*")) == 3
+
 
 def test_report_and_ack_together_and_a_restarted_spider_rereads_what_it_held(redis_server):
     t = transport(redis_server)
@@ -107,7 +165,7 @@ def test_a_wiped_broker_is_seen_and_set_up_again(redis_server):
     assert t.published_top(0) == 0 and t.get("assignment") is None
     assert t.read_feed("s", {0: ">"}, 10, 0) == []  # no group yet: nothing, no error
     t.setup(4)
-    assert t.publish([(0, 7, b"x")]) == 1  # republished
+    assert t.publish([(0, 7, b"x")]).added == 1  # republished
 
 
 def test_heartbeats_expire(redis_server):

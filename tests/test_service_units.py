@@ -49,7 +49,7 @@ def test_objects_in_meta_are_dropped_not_pickled():
     (msgpack.packb({"v": 99, "t": "r", "i": []}), "schema version 99"),
     (msgpack.packb({"v": codec.SCHEMA, "t": "x", "i": []}), "unknown type"),
     # a pickle is just bytes that are not a message: refused, never loaded
-    (b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00.", "not a msgpack message"),
+    (b"\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00.", "msgpack message"),
 ])  # fmt: skip
 def test_bad_log_messages_are_refused_with_their_cause(raw, cause):
     with pytest.raises(codec.CodecError, match=cause):
@@ -58,10 +58,47 @@ def test_bad_log_messages_are_refused_with_their_cause(raw, cause):
 
 def test_bad_report_items_are_refused():
     good = {"k": "f", "l": 1, "f": fp("http://a.test/"), "u": "http://a.test/", "s": 200}
-    assert codec.check_item(good) is good
-    for bad in ({**good, "k": "z"}, {**good, "l": "1"}, {**good, "f": b"short"}, {**good, "s": None}, [1]):
+    assert codec.check_item(good) == good
+    for bad in ({**good, "k": "z"}, {**good, "l": "1"}, {**good, "f": b"short"}, {**good, "s": None}, [1],
+                {**good, "f": b"Z" * 40}, {**good, "l": 0}, {**good, "l": True}):
         with pytest.raises(codec.CodecError):
             codec.check_item(bad)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("c", 5), ("c", {"a": 1}), ("c", [1, 2]), ("rr", 3), ("rr", ["x"]), ("h", "12"), ("h", [1]), ("h", -1),
+    ("h", 2**64), ("h", float("nan")), ("sc", "high"), ("sc", float("inf")), ("hd", [b"x"]), ("hd", {b"a": b"b"}),
+    ("ln", {}), ("s", 1.5), ("s", True),
+])  # fmt: skip
+def test_report_item_fields_of_the_wrong_type_are_refused_by_name(field, value):
+    item = {"k": "f", "l": 1, "f": fp("http://a.test/"), "u": "http://a.test/", "s": 200, field: value}
+    with pytest.raises(codec.CodecError, match=field if field != "s" else "status"):
+        codec.check_item(item)
+
+
+@pytest.mark.parametrize("parts", [
+    {"h": 5, "c": "x", "b": 7}, {"m": "GET"}, {"m": b"G E T"}, {"x": []}, {"x": {b"scrapy_meta": 5}},
+    {"h": {b"a": object}}, {"z": 1}, [],
+])  # fmt: skip
+def test_malformed_request_parts_of_a_link_are_refused(parts):
+    with pytest.raises(codec.CodecError):
+        codec.to_request(["http://a.test/", fp("http://a.test/"), parts])
+
+
+def test_sealed_messages_need_the_same_secret_crawl_and_kind():
+    key = codec.crawl_key("s3cret", "c")
+    raw = codec.report("s1", [], key)
+    assert codec.read_log(raw, key)["s"] == "s1"
+    for other in (None, codec.crawl_key("other", "c"), codec.crawl_key("s3cret", "d")):
+        if other is not None:
+            with pytest.raises(codec.CodecError, match="LINKRANK_SECRET"):
+                codec.read_log(raw, other)
+    with pytest.raises(codec.CodecError):
+        codec.read_log(raw, None)  # the MAC after the map: not one message
+    with pytest.raises(codec.CodecError, match="LINKRANK_SECRET"):
+        codec.read_log(codec.report("s1", []), key)  # unsigned
+    with pytest.raises(codec.CodecError, match="LINKRANK_SECRET"):
+        codec.read_feed_entry(raw, key)  # a report replayed as a feed entry
 
 
 @settings(max_examples=50, deadline=None)
@@ -76,44 +113,76 @@ def test_report_round_trip(links, meta):
 
 
 # -- assignment -----------------------------------------------------------------------------
-def test_partition_of_host_is_stable():
-    assert partition_of("h1.test", 64) == partition_of("h1.test", 64)
-    assert len({partition_of(f"h{i}.test", 8) for i in range(100)}) == 8
+def test_hosts_are_spread_over_partitions_in_the_order_they_are_found():
+    assert [partition_of(h, 8) for h in range(10)] == [0, 1, 2, 3, 4, 5, 6, 7, 0, 1]
 
 
 spider_names = st.sampled_from(["a", "b", "c", "d", "e"])
 
 
+def complete(owners, moving):
+    """The frontier completes each move once the old owner is drained."""
+    owners = list(owners)
+    for p, t in moving.items():
+        owners[p] = t
+    return owners
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 40), st.lists(st.one_of(st.none(), spider_names), max_size=40),
-       st.dictionaries(st.integers(0, 39), spider_names, max_size=10), st.lists(spider_names, max_size=5, unique=True))
-def test_plan_gives_each_partition_one_live_owner(P, owners, moving, live):
+       st.dictionaries(st.integers(0, 39), spider_names, max_size=10), st.lists(spider_names, max_size=5, unique=True),
+       st.lists(st.integers(0, 1000), max_size=40))
+def test_plan_gives_each_partition_one_live_owner_and_settles_balanced(P, owners, moving, live, load):
     owners = (owners + [None] * P)[:P]
     moving = {p: t for p, t in moving.items() if p < P}
-    new, new_moving = plan(owners, moving, live)
+    load = (load + [0] * P)[:P]
+    new, new_moving = plan(owners, moving, live, load)
     assert len(new) == P
     if not live:
         assert new_moving == {} and all(o is None or o in live for o in new)
         return
     assert all(o in live for o in new)  # every partition: exactly one owner, a live one
     assert all(t in live and t != new[p] for p, t in new_moving.items())
-    final = [new_moving.get(p, new[p]) for p in range(P)]
-    counts = [final.count(s) for s in live]
-    assert max(counts) - min(counts) <= 1  # balanced once the moves are done
-    # sticky: a live owner keeps its partitions while it is within its share
+    # sticky: a live owner keeps its partitions unless they move (after draining)
     for p, o in enumerate(owners):
         if o in live and new[p] != o:
             pytest.fail(f"partition {p} taken from live {o} without a move")
+    # Repeated plans settle (no partition moves back and forth for ever)...
+    for _ in range(P + 2):
+        new, new_moving = plan(complete(new, new_moving), {}, live, load)
+        if not new_moving:
+            break
+    assert new_moving == {}
+    # ... with no spider that could take a partition from the busiest and narrow the gap by much.
+    if sum(load) == 0:
+        counts = [new.count(s) for s in live]
+        assert max(counts) - min(counts) <= 1
 
 
-def test_plan_settles():
+def test_without_load_the_partitions_are_split_evenly():
     owners, moving = plan([None] * 16, {}, ["a"])
     owners, moving = plan(owners, moving, ["a", "b", "c"])
-    for p, t in moving.items():  # the frontier completes each move once the old owner is drained
-        owners[p] = t
+    owners = complete(owners, moving)
+    assert sorted(owners.count(s) for s in "abc") == [5, 5, 6]
     again, moving2 = plan(owners, {}, ["a", "b", "c"])
     assert again == owners and moving2 == {}
 
+
+def test_two_big_hosts_go_to_two_spiders():
+    # Both hosts' partitions with a; b owns the 62 empty ones: one big one moves.
+    owners = ["a", "a"] + ["b"] * 62
+    load = [4000, 3900] + [0] * 62
+    owners, moving = plan(owners, {}, ["a", "b"], load)
+    final = complete(owners, moving)
+    assert final[0] != final[1]
+    again, more = plan(final, {}, ["a", "b"], load)
+    assert more == {}  # settled
+
+
+def test_a_dead_or_stalled_spiders_partitions_go_at_once_to_the_least_loaded():
+    owners = ["a", "b", "c", "c"]
+    new, moving = plan(owners, {}, ["a", "b"], load=[100, 0, 50, 50], balance=False)
+    assert new[:2] == ["a", "b"] and new[2:] == ["b", "b"] and moving == {}
 
 class Fetched:
     """A fetched page as the core reads it (status 200, no body)."""
@@ -172,28 +241,20 @@ def test_lease_records_commit_with_the_leases(tmp_path):
     core.close()
 
 
-# -- signatures (LINKRANK_SECRET) --------------------------------------------------------------
-def test_signed_parts_survive_the_frontier_and_tampering_is_seen(tmp_path):
+# -- request parts through the frontier -------------------------------------------------------
+def test_request_parts_survive_the_frontier(tmp_path):
     from frontera.core.models import Request as FRequest
 
-    key = b"k3y"
     url = "http://a.test/form"
     spider_req = FRequest(url=url, method=b"POST", headers={b"X-Token": [b"t"]}, body=b"q=1",
                           meta={b"scrapy_callback": "parse_form", b"scrapy_meta": {"page": 2, "tags": ("a", "b")},
                                 b"score": 0.5})
-    wire = codec.link(spider_req, fp(url), key)
-    # Through the frontier: decoded, stored in the page database, handed out, encoded.
+    wire = codec.link(spider_req, fp(url))
     core = open_core(tmp_path / "db")
     core.add_seeds([codec.to_request(wire)])
     (out,) = core.next_requests(1)
-    entry = codec.read_feed_entry(codec.feed_entry(1, out))
+    key = codec.crawl_key("k3y", "c")
+    entry = codec.read_feed_entry(codec.feed_entry(1, out, key), key)
     core.close()
-    assert entry.parts["x"][b"scrapy_callback"] == "parse_form"
-    assert codec.verified(url, entry.parts, key)
-    assert not codec.verified(url, entry.parts, b"other key")
-    assert not codec.verified("http://a.test/elsewhere", entry.parts, key)
-    forged = {**entry.parts, "x": {**entry.parts["x"], b"scrapy_callback": "delete_everything"}}
-    assert not codec.verified(url, forged, key)
-    unsigned = codec.link(spider_req, fp(url))[2]
-    assert not codec.verified(url, unsigned, key)
-    assert codec.verified(url, None, key)  # a plain GET has no parts to forge
+    assert entry.parts["x"][b"scrapy_callback"] == "parse_form" and entry.parts["b"] == b"q=1"
+    assert entry.parts["x"][b"scrapy_meta"] == {"page": 2, "tags": ["a", "b"]}

@@ -6,10 +6,12 @@ import json
 import numpy as np
 import pytest
 
+from frontera_linkrank.settings.table import TABLE
 from frontera_linkrank.simulation.cli import main
 from frontera_linkrank.simulation.crawl import LINKRANK, simulate
 from frontera_linkrank.simulation.datasets import load_graph
 from frontera_linkrank.simulation.graphs import power_law_host_graph
+from frontera_linkrank.simulation.report import LABELS
 
 
 def run(argv, capsys):
@@ -53,7 +55,9 @@ def test_table_json_file_and_politeness(npz, capsys, tmp_path):
                           "--host-delay", "2", "--concurrency", "4", "--json", str(tmp_path / "r.json"), *FAST],
                          capsys)
     assert code == 0, err
-    assert "| opic |" in out and "| larger sites first |" in out and "| omniscient (true PR*) |" in out
+    default = TABLE["LINKRANK_POLICY"].default  # no --policy: the default policy
+    assert f"| {LABELS.get(default, default)} |" in out and "| larger sites first |" in out
+    assert "| omniscient (true PR*) |" in out
     assert "Simulated crawl time" in out and "2 s between fetches of a host" in out
     rep = json.loads((tmp_path / "r.json").read_text())
     assert rep["politeness"] == {"delay": 2.0, "concurrency": 4, "per_host": 1}
@@ -62,13 +66,46 @@ def test_table_json_file_and_politeness(npz, capsys, tmp_path):
         assert all(t is not None and t > 0 for t in times) and times == sorted(times)
 
 
-def test_plot(npz, capsys, tmp_path):
+@pytest.mark.parametrize("polite", [[], ["--host-delay", "2", "--concurrency", "4"]])
+def test_plot_keeps_one_colour_per_run_and_a_legend_in_every_panel(npz, capsys, tmp_path, polite):
+    """The PNG is written; its figure (rebuilt from the JSON report the same
+    run wrote) gives each run one colour in all four panels, different runs
+    different colours, and every panel a legend naming each of its lines."""
+    import matplotlib.colors
+
+    from frontera_linkrank.simulation.plot import report_figure
+
     path, _ = npz
-    png = tmp_path / "curves.png"
-    code, out, err = run(["simulate", path, "--baselines", "bfs", "--budget", "100", "--plot", str(png), *FAST],
-                         capsys)
+    png, rep = tmp_path / "curves.png", tmp_path / "r.json"
+    code, out, err = run(["simulate", path, "--policy", "opic", "--policy", "fifo", "--baselines", "bfs,random",
+                          "--budget", "100", "--plot", str(png), "--json", str(rep), *polite, *FAST], capsys)
     assert code == 0, err
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = json.loads(rep.read_text())
+    names = [r["name"] for r in report["runs"]]
+    assert names == ["opic", "fifo", "bfs", "random", "omniscient"]
+    fig = report_figure(report)
+    axes = fig.axes
+    assert len(axes) == 4
+    colours = {}
+    for ax in axes:
+        lines = ax.get_lines()
+        legend = ax.get_legend()
+        assert lines and legend is not None, ax.get_title()
+        assert [t.get_text() for t in legend.get_texts()] == [l.get_label() for l in lines], ax.get_title()
+        for line in lines:
+            colours.setdefault(line.get_gid(), set()).add(matplotlib.colors.to_hex(line.get_color()))
+    # Every run is drawn in the PR*, recall and last panels; the estimate
+    # panel holds the runs with an estimate (the policies at least).
+    for ax in (axes[0], axes[1], axes[3]):
+        assert [l.get_gid() for l in ax.get_lines()] == names, ax.get_title()
+    assert {"opic", "fifo"} <= {l.get_gid() for l in axes[2].get_lines()}
+    assert sorted(colours) == sorted(names)
+    assert all(len(c) == 1 for c in colours.values()), colours
+    assert len({c.pop() for c in colours.values()}) == len(names)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
 
 
 def test_page_database_and_link_list_inputs(tmp_path, capsys):
@@ -129,6 +166,6 @@ def test_frontera_linkrank_simulate_dispatches_here(npz, capsys):
     code = frontera_linkrank(["simulate", npz[0], "--baselines", "none", "--budget", "50", "--json", *FAST])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert [r["name"] for r in json.loads(out)["runs"]] == ["opic", "omniscient"]
+    assert [r["name"] for r in json.loads(out)["runs"]] == [TABLE["LINKRANK_POLICY"].default, "omniscient"]
     assert frontera_linkrank(["simulate", "/no/such/file"]) == 2
     assert "no such file" in capsys.readouterr().err

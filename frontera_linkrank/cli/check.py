@@ -8,9 +8,18 @@ dense and consistent (one record, one URL and a unique fingerprint per
 index, the fingerprint is that of the URL, hosts and parents exist), that
 every link joins two existing pages with no self-links or duplicates and
 matches the stored out-degree, that leases and crawl records are sane, and
-that stored rankings are finite. Exit status 0 when all hold, 1 with the
-list of failures otherwise, 2 when PATH is not a page database.
-``--no-urls`` skips recomputing every URL's fingerprint (the slow part).
+that stored rankings are finite, and that every stored request the
+frontier may still hand out decodes and is well formed. Exit status 0 when
+all hold, 1 with the list of failures otherwise, 2 when PATH is not a page
+database. ``--no-urls`` skips recomputing every URL's fingerprint (the
+slow part).
+
+``--repair`` (no crawl may be writing) fixes what the frontier could not
+serve: a page whose key is not its request's (its URL's fingerprint, or
+method, URL and body: :mod:`~frontera_linkrank.storage.identity`) gets its
+own (or, when that page exists already, is given up as a duplicate), a
+page whose stored request is unreadable or malformed is given up with the
+reason; each repair is one line, and the checks run again after.
 """
 
 from __future__ import annotations
@@ -23,14 +32,18 @@ import time
 
 import numpy as np
 
+from ..core.codec import malformed_parts
 from ..numeric import unique
 from ..storage.errors import LMDB_DAMAGE
+from ..storage.identity import SECTION, key_for, key_scheme, stored_request_key
+from ..storage.packed import Unreadable
 from ..storage.pagedb import CorruptDatabase, PageDB
-from ..storage.urls import RejectedURL, check_url, fingerprint
-from ..storage.vertices import CRAWLED, F_SEED, LEASED, NO_PAGE, STATE_NAMES
+from ..storage.urls import RejectedURL, check_url
+from ..storage.vertices import CRAWLED, ERROR, F_EXTRAS, F_SEED, LEASED, NO_PAGE, STATE_NAMES
 from .common import Argv, books, open_db, parser, tool
 
 TOL = 1e-9
+REPAIRED = "given up by page_db_check --repair"  # the error of a page a repair gave up
 
 
 def writer_active(path: str) -> bool:
@@ -102,7 +115,8 @@ def check_pages(db: PageDB, urls_too: bool) -> list[str]:
         if (seeds & (v.depth[:n] != 0)).any():
             out.append("seed pages with a depth other than 0")
         if urls_too:
-            wrong_fp, wrong_host, missing = 0, 0, 0
+            wrong_fp, wrong_host, missing = [], 0, 0
+            scheme = key_scheme(db.meta_section(SECTION))
             for lo in range(0, n, 20_000):
                 idx = range(lo, min(lo + 20_000, n))
                 for i, u in zip(idx, db.urls(idx, txn)):
@@ -110,16 +124,18 @@ def check_pages(db: PageDB, urls_too: bool) -> list[str]:
                         missing += 1
                         continue
                     try:
-                        if fingerprint(u) != keys[i]:
-                            wrong_fp += 1
+                        if key_for(scheme, u) != keys[i]:
+                            wrong_fp.append(i)
                         if check_url(u) != db.host_names[host[i]]:
                             wrong_host += 1
                     except (RejectedURL, IndexError):
-                        wrong_fp += 1
+                        wrong_fp.append(i)
+            wrong_fp = [i for i in wrong_fp if right_key(db, i, txn) != keys[i] and not repaired(db, i, txn)]
             if missing:
                 out.append(f"{missing} pages without a URL")
             if wrong_fp:
-                out.append(f"{wrong_fp} pages whose fingerprint is not their URL's")
+                out.append(f"{len(wrong_fp)} pages whose fingerprint is not their URL's (first: index {wrong_fp[0]}; "
+                           "page_db_check --repair rewrites them)")
             if wrong_host:
                 out.append(f"{wrong_host} pages whose host is not their URL's")
     crawled = st == CRAWLED
@@ -129,6 +145,99 @@ def check_pages(db: PageDB, urls_too: bool) -> list[str]:
     if times.any():
         out.append(f"{int(times.sum())} crawled pages with inconsistent crawl times")
     return out
+
+
+def right_key(db: PageDB, i: int, txn: object) -> bytes | None:
+    """The key page ``i`` should have: of its URL and stored request parts,
+    in the database's key scheme (None: its URL is not one)."""
+    url = db.url(i, txn)
+    parts = None
+    if db.vertices.flags[i] & F_EXTRAS:
+        got = db.request_extras([i], txn).get(i)
+        parts = got if isinstance(got, tuple) and not malformed_parts(got) else None
+    try:
+        return stored_request_key(key_scheme(db.meta_section(SECTION)), url, parts) if url is not None else None
+    except RejectedURL:
+        return None
+
+
+def repaired(db: PageDB, i: int, txn: object) -> bool:
+    """Page ``i`` was given up by a repair (it stays, unserved, for the record)."""
+    return bool(db.vertices.state[i] == ERROR and (db.error_message(i, txn) or "").startswith(REPAIRED))
+
+
+def unservable_requests(db: PageDB) -> dict[int, str]:
+    """Pages the frontier may still hand out whose stored request is
+    unreadable or malformed: index -> reason."""
+    v, n = db.vertices, db.n_pages
+    idx = np.flatnonzero(((v.flags[:n] & F_EXTRAS) != 0) & (v.state[:n] != ERROR)).tolist()
+    out = {}
+    with db.snapshot() as txn:
+        for lo in range(0, len(idx), 20_000):
+            for i, parts in db.request_extras(idx[lo : lo + 20_000], txn).items():
+                if isinstance(parts, Unreadable):
+                    out[i] = f"unreadable ({parts})"
+                elif malformed_parts(parts):
+                    out[i] = "malformed " + ", ".join(malformed_parts(parts))
+    return out
+
+
+def check_requests(db: PageDB) -> list[str]:
+    """Stored requests the frontier would hand out: readable and well formed."""
+    bad = unservable_requests(db)
+    if not bad:
+        return []
+    i = min(bad)
+    return [f"{len(bad)} pages whose stored request cannot be handed out (first: index {i}, {bad[i]}; "
+            "page_db_check --repair gives them up)"]
+
+
+def repair(path: str) -> list[str]:
+    """Fix what the frontier cannot serve (see the module docstring); one line per repair."""
+    open_db(path).close()  # a clear line if PATH is no page database (nothing is created)
+    db = PageDB(path)  # the writer lock: refused (one line) while a crawl writes
+    lines = []
+    try:
+        v, n = db.vertices, db.n_pages
+        scheme = key_scheme(db.meta_section(SECTION))
+        wrong = {}
+        with db.snapshot() as txn:
+            for i, u in enumerate(db.urls(range(n), txn)):
+                try:
+                    if u is not None and key_for(scheme, u) == bytes(v.fp[i]):
+                        continue
+                except RejectedURL:
+                    pass
+                right = right_key(db, i, txn)
+                if right is not None and right != bytes(v.fp[i]):
+                    wrong[i] = (u, right)
+        for i, (u, right) in wrong.items():
+            key = bytes(v.fp[i])
+            j = db.find(right)
+            if j is None:
+                v.fp[i] = np.frombuffer(right, "V20")[0]
+                del db.fp_index[key]
+                db.fp_index[right] = i
+                lines.append(f"page {i} ({u}): key rewritten to its own {right.hex()}")
+            else:
+                give_up(db, i, f"duplicate of page {j}: its key was not its request's")
+                lines.append(f"page {i} ({u}): given up, a duplicate of page {j}")
+            db.touch(i)
+        for i, reason in sorted(unservable_requests(db).items()):
+            give_up(db, i, f"stored request {reason}")
+            lines.append(f"page {i}: given up, its stored request is {reason}")
+        if lines:
+            db.commit()
+    finally:
+        db.close()
+    return lines
+
+
+def give_up(db: PageDB, i: int, why: str) -> None:
+    """Mark page ``i`` an error no crawl hands out again, saying why."""
+    db.vertices.state[i] = ERROR
+    db.set_error(i, f"{REPAIRED}: {why}")
+    db.touch(i)
 
 
 def check_links(db: PageDB) -> list[str]:
@@ -203,7 +312,13 @@ def main(argv: Argv, prog: str) -> int:
     ap = parser(prog, __doc__)
     ap.add_argument("path", help="page database directory")
     ap.add_argument("--no-urls", action="store_true", help="skip re-fingerprinting every URL")
+    ap.add_argument("--repair", action="store_true",
+                    help="rewrite keys that are not their URL's, give up pages whose stored request cannot be "
+                         "handed out (no crawl may be running)")
     args = ap.parse_args(argv)
+    if args.repair:
+        for line in repair(args.path):
+            print(f"repaired {line}")
     try:
         db = open_db(args.path)
     except CorruptDatabase as e:
@@ -220,6 +335,7 @@ def main(argv: Argv, prog: str) -> int:
         lease_fail, notes = check_leases(db)
         failures += lease_fail
         failures += check_scores(db)
+        failures += check_requests(db)
     except (CorruptDatabase, *LMDB_DAMAGE) as e:  # damage found while reading: the checks end here
         failures.append(str(e))
     finally:

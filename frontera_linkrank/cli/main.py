@@ -26,19 +26,34 @@ def usage() -> str:
         "commands:",
     ]
     lines += [f"  {c.name:<{width}}  {c.summary}" + (f" (also {c.alias})" if c.alias else "") for c in COMMANDS]
-    lines += ["", f"'{PROG} COMMAND --help' shows a command's arguments."]
+    lines += ["", f"'{PROG} COMMAND --help' shows a command's arguments; '{PROG} --version' the version."]
     return "\n".join(lines)
+
+
+def version() -> str:
+    """``frontera-linkrank X.Y.Z``: the version of the installed distribution
+    (its metadata, so what pip installed, whatever is on ``sys.path``)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return f"{PROG} {installed('frontera_linkrank')}"
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return f"{PROG}: version unknown (not installed; pip install . records it)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``frontera-linkrank``: dispatch ``argv[0]`` to its command.
 
-    Returns the command's exit status; 0 for help, 2 (one line on
-    stderr) for an unknown command.
+    Returns the command's exit status; 0 for help and ``--version``, 2
+    (one line on stderr) for an unknown command.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())
+        return 0
+    if argv[0] in ("-V", "--version"):
+        print(version())
         return 0
     command = BY_NAME.get(argv[0])
     if command is None:

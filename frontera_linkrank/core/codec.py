@@ -138,6 +138,57 @@ def storable_parts(parts: Parts) -> tuple[Parts, list[str]]:
     return (method, headers, cookies, stored, body), missing
 
 
+def _text(value: Any) -> bool:
+    return isinstance(value, (bytes, str))
+
+
+def _header_value(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_text(x) or isinstance(x, int) for x in value)
+    return _text(value) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _cookie_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        _text(k) and (value[k] is None or _text(value[k]) or isinstance(value[k], (int, float))) for k in value)
+
+
+def malformed_parts(parts: Any) -> list[str]:
+    """Names of the parts of a request ``(method, headers, cookies, meta,
+    body)`` that no crawler could build a request from (wrong types), or
+    ``["parts"]`` if ``parts`` is not such a tuple; ``[]`` when well formed.
+    Checked before parts are stored and before a stored request is handed
+    out, so that one caller's (or one broker writer's) odd request is
+    refused on its own instead of failing later for the whole batch.
+
+    >>> malformed_parts((b"POST", {b"X-A": [b"1"]}, {"c": "v"}, {b"k": 1}, b"q=1"))
+    []
+    >>> malformed_parts((b"GET", 5, "x", {}, 7))
+    ['headers', 'cookies', 'body']
+    """
+    if not isinstance(parts, (tuple, list)) or len(parts) != 5:
+        return ["parts"]
+    method, headers, cookies, meta, body = parts
+    bad = []
+    if not (isinstance(method, bytes) and 0 < len(method) <= 32 and method.isalpha() and method.isascii()):
+        bad.append("method")
+    if headers is not None and not (
+            isinstance(headers, dict) and all(_text(k) and _header_value(v) for k, v in headers.items())):
+        bad.append("headers")
+    if cookies is not None and not (_cookie_map(cookies) or (
+            isinstance(cookies, (list, tuple)) and all(_cookie_map(c) for c in cookies))):
+        bad.append("cookies")
+    if not isinstance(meta, dict) or not all(_text(k) for k in meta):
+        bad.append("meta")
+    else:  # stored without its malformed parts (PageRegistry): still refused
+        flagged = meta.get(UNSTORED_KEY)
+        if isinstance(flagged, list):
+            bad += [n[10:] for n in flagged if isinstance(n, str) and n.startswith("malformed ")]
+    if body is not None and not _text(body):
+        bad.append("body")
+    return bad
+
+
 def as_score(value: Any) -> float | None:
     """A finite float score, or None when ``value`` is not one."""
     try:

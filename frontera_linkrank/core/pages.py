@@ -17,7 +17,17 @@ from ..storage.packed import Unencodable, Unreadable
 from ..storage.pagedb import PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
 from ..storage.vertices import F_EXTRAS, MAX_DEPTH, NO_PAGE
-from .codec import FINGERPRINT_KEY, SCORE_KEY, Parts, RequestLike, may_have_parts, request_parts, storable_parts
+from .codec import (
+    FINGERPRINT_KEY,
+    SCORE_KEY,
+    UNSTORED_KEY,
+    Parts,
+    RequestLike,
+    malformed_parts,
+    may_have_parts,
+    request_parts,
+    storable_parts,
+)
 from .counters import Counters
 from .inputs import as_float, url_text
 
@@ -170,7 +180,13 @@ class PageRegistry:
     def store_parts(self, i: int, parts: Parts, url: str) -> None:
         """Store the request parts of new page ``i``; parts that cannot be
         stored are left out and the whole request is kept in memory (a
-        warning names each kind of part left out, once)."""
+        warning names each kind of part left out, once). Parts of the wrong
+        type (a header map that is a number) are left out too, and listed,
+        so that the request is refused when it is handed out."""
+        malformed = malformed_parts(parts)
+        if malformed:
+            self._malformed(i, parts, malformed, url)
+            return
         try:
             self.db.set_request_extras(i, parts)
             return
@@ -189,6 +205,20 @@ class PageRegistry:
                 url, ", ".join(new),
             )
 
+    def _malformed(self, i: int, parts: Parts, names: list[str], url: str) -> None:
+        if names == ["parts"]:
+            parts, names = (b"GET", None, None, {}, b""), ["parts"]
+        else:
+            parts = tuple(d if n in names else x for x, d, n in zip(
+                parts, (b"GET", None, None, {}, b""), ("method", "headers", "cookies", "meta", "body")))
+        stored, _ = storable_parts(parts)
+        stored[3][UNSTORED_KEY] = [f"malformed {n}" for n in names] + list(stored[3].get(UNSTORED_KEY, ()))
+        self.db.set_request_extras(i, stored)
+        self.counters.add("requests_malformed")
+        if self.counters.get("requests_malformed", 0) <= self.log_rejected:
+            logger.warning("%.200s: request %s malformed (wrong type): stored without, the request is refused "
+                           "when handed out", url, ", ".join(names))
+
     def usable_parts(self, pages: list[int], urls: list, parts: dict[int, Any]) -> tuple[list[int], list]:
         """The leased ``pages`` (and their ``urls``) that can be handed out
         with ``parts`` (their stored parts, updated in place with those
@@ -197,7 +227,8 @@ class PageRegistry:
         memory = self.unstored
         if memory:
             parts.update((p, memory[p]) for p in pages if p in memory)
-        bad = {p: e for p, e in parts.items() if isinstance(e, Unreadable)}
+        bad = {p: e if isinstance(e, Unreadable) else Unreadable("malformed " + ", ".join(malformed_parts(e)))
+               for p, e in parts.items() if isinstance(e, Unreadable) or malformed_parts(e)}
         if not bad:
             return pages, urls
         for p, url in zip(pages, urls):

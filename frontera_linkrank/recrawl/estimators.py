@@ -31,7 +31,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import brentq
 
 _P_PRIOR = 1.0 - math.exp(-1.0)  # chance a pseudo-visit at the mean interval saw a change
 
@@ -66,6 +65,10 @@ def mle(intervals: ArrayLike, changed: ArrayLike, weights: ArrayLike | None = No
     def score(lam: float) -> float:  # decreasing in lam
         with np.errstate(over="ignore"):  # expm1 -> inf: that term is 0
             return float((wc * tc / np.expm1(lam * tc)).sum()) - unchanged
+
+    # Imported here: scipy.optimize takes longer to import than the rest of
+    # the frontier, and only change-rate estimates need it (not every tool).
+    from scipy.optimize import brentq
 
     # score(lo) > 0 > score(hi): bracket the root, then Brent's method in
     # log space (a dozen evaluations instead of a hundred bisections).

@@ -12,6 +12,11 @@ All broker I/O runs in one background thread, so the crawler's own thread
 - sends seeds, and reports in batches (each batch and the
   acknowledgements of the requests it reports on in one atomic write).
 
+Every feed entry is checked before the crawler sees it: a malformed one,
+one whose URL the frontier would not store (another scheme than http(s),
+no host), or, with ``LINKRANK_SECRET``, one not signed with it, is
+acknowledged, counted in ``refused_entries`` and never fetched.
+
 The crawler's thread only calls :meth:`take`, :meth:`done`,
 :meth:`add_seeds`, :meth:`finished` and :meth:`stats`.
 """
@@ -25,6 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..storage.urls import RejectedURL, check_url
 from . import codec
 from .transport import Transport, offset_key
 
@@ -50,11 +56,14 @@ class RemoteFrontier:
         Heartbeat interval in seconds.
     info : dict
         What the frontier may read of this spider (``prefetch`` is added).
+    key : bytes or None
+        The crawl's sealing key (:func:`.codec.crawl_key` of ``LINKRANK_SECRET``).
     """
 
     def __init__(self, transport_factory: Callable[[], Transport], spider: str, prefetch: int = 32,
-                 interval: float = 2.0, info: dict[str, Any] | None = None) -> None:
+                 interval: float = 2.0, info: dict[str, Any] | None = None, key: bytes | None = None) -> None:
         self.factory = transport_factory
+        self.key = key
         self.spider = spider
         self.prefetch = prefetch
         self.interval = interval
@@ -67,11 +76,14 @@ class RemoteFrontier:
         self._last_sent: str | None = None  # offset of this spider's last log entry
         self._state: dict[str, Any] = {}
         self._owned: dict[int, str] = {}  # partition -> read cursor
-        self._version = -1
+        self._version: Any = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.counters: collections.Counter = collections.Counter()
         self.error: str | None = None  # last broker error, for the log
+        self.last_received = time.monotonic()  # when a request last came (the spider says when it has none)
+        self._rate = collections.deque(maxlen=30)  # (time, fetched) at each heartbeat
+        self._warned = False
 
     # -- the crawler's side -------------------------------------------------------------------
     def start(self) -> None:
@@ -97,6 +109,7 @@ class RemoteFrontier:
         """Report ``item`` (a report item of :mod:`.codec`) for the feed entry ``(partition, entry_id)``."""
         with self._lock:
             self._reports.append(((partition, entry_id), item))
+        self.counters["fetched" if item.get("k") == "f" else "failed"] += 1
 
     def add_seeds(self, links: list[list]) -> None:
         """Send seeds (wire links) to the frontier."""
@@ -119,16 +132,34 @@ class RemoteFrontier:
             if self._inbox or self._held or self._reports or self._seeds:
                 return False
             st = self._state
-            return st.get("state") == "finished" and offset_key(self._last_sent) <= offset_key(st.get("applied"))
+            applied = st.get("applied")
+            return (st.get("state") == "finished" and (applied is None or type(applied) is str)
+                    and offset_key(self._last_sent) <= offset_key(applied))
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The frontier's state record as last read (``state``, ``reason``, ``stats``...)."""
+        return self._state
+
+    def rate(self) -> float:
+        """Pages this spider fetched per second over the last heartbeats."""
+        if len(self._rate) < 2:
+            return 0.0
+        (t0, n0), (t1, n1) = self._rate[0], self._rate[-1]
+        return (n1 - n0) / (t1 - t0) if t1 > t0 else 0.0
 
     def stats(self) -> dict[str, Any]:
-        """The frontier's stats (as last published) and this client's counters."""
+        """This spider's own figures, and the frontier's (as last
+        published) under ``frontier/``: never mixed."""
         with self._lock:
-            out = dict(self._state.get("stats") or {})
-            out["frontier_state"] = self._state.get("state", "unknown")
+            frontier = self._state.get("stats") or {}
+            out: dict[str, Any] = {f"frontier/{k}": v for k, v in frontier.items()
+                                   if isinstance(k, str) and type(v) in (int, float)}
+            out["frontier/state"] = str(self._state.get("state", "unknown"))
             out["held"] = len(self._held)
             out["partitions"] = len(self._owned)
         out.update(self.counters)
+        out["pages_per_second"] = round(self.rate(), 2)
         return out
 
     # -- the I/O thread -------------------------------------------------------------------------
@@ -164,15 +195,23 @@ class RemoteFrontier:
             t.close()
 
     def _heartbeat(self, t: Transport) -> None:
-        t.heartbeat(self.spider, self.info, ttl=3 * self.interval)
+        now = time.monotonic()
+        self._rate.append((now, self.counters["fetched"]))
+        info = {**self.info, "fetched": self.counters["fetched"], "rate": round(self.rate(), 2)}
+        t.heartbeat(self.spider, info, ttl=3 * self.interval)
         state = t.get("state") or {}
         assignment = t.get("assignment") or {}
+        if not state and not self._warned and getattr(t, "get_raw", None) and t.get_raw("state") is not None:
+            self._warned = True
+            logger.warning("the frontier's state on the broker is not signed with this spider's LINKRANK_SECRET "
+                           "(or is not one): set the same secret on serve-frontier and its spiders")
         with self._lock:
-            self._state = state
-        if assignment.get("version", -1) == self._version:
+            self._state = state if isinstance(state.get("stats", {}), dict) else {}
+        version, owners = assignment.get("version", -1), assignment.get("owners")
+        if (version, owners) == self._version or type(owners) is not list:
             return
-        self._version = assignment.get("version", -1)
-        mine = {p for p, o in enumerate(assignment.get("owners") or ()) if o == self.spider}
+        self._version = (version, owners)  # any change counts (another writer may have reused a version)
+        mine = {p for p, o in enumerate(owners) if o == self.spider}
         for p in list(self._owned):
             if p not in mine:
                 del self._owned[p]
@@ -188,7 +227,7 @@ class RemoteFrontier:
             seeds, self._seeds = self._seeds, []
         for k in range(0, len(seeds), SEED_BATCH):
             try:
-                self._last_sent = t.send(codec.seeds(seeds[k : k + SEED_BATCH]))
+                self._last_sent = t.send(codec.seeds(seeds[k : k + SEED_BATCH], self.key))
             except Exception:
                 with self._lock:
                     self._seeds[:0] = seeds[k:]
@@ -200,7 +239,7 @@ class RemoteFrontier:
                 return
             acks = [key for key, _ in batch]
             items = [item for _, item in batch if item is not None]
-            offset = t.report(self.spider, codec.report(self.spider, items), acks)
+            offset = t.report(self.spider, codec.report(self.spider, items, self.key), acks)
             with self._lock:
                 del self._reports[: len(batch)]
                 self._last_sent = offset
@@ -243,10 +282,12 @@ class RemoteFrontier:
                     self._reports.append((key, None))
                 continue
             try:
-                entry = codec.read_feed_entry(raw)
-            except codec.CodecError as e:
-                logger.warning("feed entry %s of partition %d ignored: %s", entry_id, p, e)
-                self.counters["bad_messages"] += 1
+                entry = codec.read_feed_entry(raw, self.key)
+                check_url(entry.url)  # the frontier's own filter: http(s) with a host, nothing else
+            except (codec.CodecError, RejectedURL) as e:
+                self.counters["refused_entries"] += 1
+                if self.counters["refused_entries"] <= 10:
+                    logger.warning("feed entry %s of partition %d refused, not fetched: %s", entry_id, p, e)
                 with self._lock:
                     self._held.add(key)
                     self._reports.append((key, None))
@@ -256,4 +297,6 @@ class RemoteFrontier:
             for p, entry_id, entry in entries:
                 self._held.add((p, entry_id))
                 self._inbox.append((p, entry_id, entry))
+        if entries:
+            self.last_received = time.monotonic()
         self.counters["received"] += len(entries)

@@ -71,8 +71,12 @@ class LeaseBook:
         self.lease_seq = int(saved.get("lease_seq", 0))
         self.pub_seq = int(saved.get("pub_seq", 0))
         self.log_offset: str | None = saved.get("log_offset")
+        # The run of this page database on its broker (fixed at its first
+        # start as a frontier service; None until then).
+        self.run: str | None = saved.get("run")
         self.table = db.side_table(TABLE, Json())
         self.open: dict[int, Lease] = {}
+        self.superseded: list[Lease] = []  # open leases replaced by a new one (the old one timed out)
         self.unrecorded: list[int] = []  # leased pages without a lease record (leased by a process without one)
         self._load()
         db.own_meta_section(SECTION, self.state_dict)
@@ -94,7 +98,7 @@ class LeaseBook:
     def state_dict(self) -> dict[str, Any]:
         """The metadata section written at every commit."""
         return {"partitions": self.partitions, "lease_seq": self.lease_seq, "pub_seq": self.pub_seq,
-                "log_offset": self.log_offset}
+                "log_offset": self.log_offset, "run": self.run}
 
     def issue(self, pages: list[int], partitions: list[int]) -> list[Lease]:
         """New leases for ``pages`` (in order), recorded for the next commit."""
@@ -103,10 +107,25 @@ class LeaseBook:
             self.lease_seq += 1
             self.pub_seq += 1
             lease = Lease(self.lease_seq, page, p, self.pub_seq)
+            old = self.open.get(page)
+            if old is not None:  # expired and leased again in one round
+                self.superseded.append(old)
             self.open[page] = lease
             self.table.put(page, [lease.lease, lease.seq, p])
             out.append(lease)
         return out
+
+    def resequence(self, page: int) -> Lease | None:
+        """Give the open lease of ``page`` a new publish sequence (its entry
+        could not be placed in the feed); recorded for the next commit."""
+        old = self.open.get(page)
+        if old is None:
+            return None
+        self.pub_seq += 1
+        lease = Lease(old.lease, page, old.partition, self.pub_seq)
+        self.open[page] = lease
+        self.table.put(page, [lease.lease, lease.seq, lease.partition])
+        return lease
 
     def close(self, page: int | None, lease: int) -> bool:
         """The once-only rule: True (and the lease is closed) if ``page`` is
@@ -119,15 +138,15 @@ class LeaseBook:
         del self.open[page]
         return True
 
-    def drop_expired(self) -> int:
-        """Forget leases whose page is no longer leased (the lease timed out); returns how many."""
+    def drop_expired(self) -> list[Lease]:
+        """Forget leases whose page is no longer leased (the lease timed out);
+        returns them, and those replaced by a new lease of their page since."""
+        out, self.superseded = self.superseded, []
         if not self.open:
-            return 0
+            return out
         pages = np.fromiter(self.open, np.int64, len(self.open))
         gone = pages[self.db.vertices.state[pages] != LEASED].tolist()
-        for page in gone:
-            del self.open[page]
-        return len(gone)
+        return out + [self.open.pop(page) for page in gone]
 
     def by_partition(self) -> Counter:
         """Open leases per partition."""

@@ -4,25 +4,31 @@ spiders through a broker (``frontera-linkrank serve-frontier``).
 One loop, one thread (ranking keeps its own background thread, as in a
 single-process crawl):
 
-1. **read** the log (reports and seeds), apply each report once
-   (:class:`~.leases.LeaseBook`);
-2. **coordinate**: live spiders from their heartbeats, the partition
-   assignment (:func:`~.assignment.plan`);
-3. **refill**: lease the best pages of the hosts whose owner has room
+1. **own** the crawl: at start the run and the lock
+   (:class:`~.ownership.Ownership`), refused with one line if another
+   database or frontier has it; every second the lock is extended, and a
+   broker that lost the crawl's keys (restarted empty, ``FLUSHDB``) or
+   changed (a new ``run_id``) is set up again and every open lease
+   republished;
+2. **read** the log (reports and seeds) and apply each item once, every
+   value checked (:class:`~.intake.Intake`);
+3. **coordinate**: live spiders from their heartbeats, and progress: a
+   spider whose leases expire while it reports nothing loses its
+   partitions to the others; the partition assignment by load
+   (:func:`~.assignment.plan`);
+4. **refill**: lease the best pages of the hosts whose owner has room
    (at most its prefetch outstanding, at most
-   ``LINKRANK_MAX_REQUESTS_PER_HOST`` per host); one commit holds the
-   round's reports, log offset and leases; then the log entries are
-   acknowledged and the leases published;
-4. **republish** at start and whenever the broker's epoch changes: every
-   open lease whose sequence is above its partition's last entry;
-5. **state**: ``running`` or ``finished`` (nothing queued, nothing leased,
-   the log drained) with the core's stats, for spiders and
-   ``frontier-status``.
+   ``LINKRANK_MAX_REQUESTS_PER_HOST`` per host, nothing beyond
+   ``LINKRANK_MAX_PAGES``); one commit holds the round's reports, log
+   offset and leases; then the log entries are acknowledged and the leases
+   published (the publish step verifies every entry);
+5. **state**: ``running`` or ``finished`` (nothing queued, or the page
+   budget met; nothing leased; the log drained) with the core's stats and
+   each spider's share, for spiders and ``frontier-status``.
 """
 
 from __future__ import annotations
 
-import binascii
 import logging
 import os
 import threading
@@ -32,11 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from ..core.codec import FINGERPRINT_KEY, RETRIED_KEY, OutgoingRequest
+from ..core.codec import FINGERPRINT_KEY, OutgoingRequest
 from ..core.frontier_core import FrontierCore
 from . import codec
-from .assignment import partition_of, plan
-from .leases import LeaseBook
+from .assignment import partition_of
+from .intake import Intake
+from .leases import Lease, LeaseBook
+from .ownership import FrontierRefused, Ownership
+from .spiders import Spiders
 from .transport import Transport, offset_key
 
 logger = logging.getLogger(__name__)
@@ -47,20 +56,6 @@ READ_BATCH = 500  # log entries per read (each a batch of reports)
 
 class FrontierStopped(Exception):
     """The frontier core stopped (a commit could not be written): serving ends."""
-
-
-class _Response:
-    """What the core reads of a fetched page, rebuilt from a report."""
-
-    __slots__ = ("url", "status_code", "headers", "body", "meta", "request")
-
-    def __init__(self, url: str, status: int, headers: dict, request: OutgoingRequest) -> None:
-        self.url = url
-        self.status_code = status
-        self.headers = headers
-        self.body = b""  # spiders send the content hash, not the body
-        self.request = request
-        self.meta = request.meta
 
 
 class FrontierService:
@@ -75,71 +70,78 @@ class FrontierService:
         Feed partitions (hosts are spread over them).
     heartbeat_timeout : float
         A spider silent this long is dead: its partitions go to others.
+    crawl, broker : str
+        The crawl's name and the broker as logs show it (password masked).
+    reset : bool
+        Delete the crawl's keys on the broker before serving (``--reset-broker``).
     """
 
     def __init__(self, core: FrontierCore, transport: Transport, partitions: int = 64,
-                 heartbeat_timeout: float = 10.0) -> None:
+                 heartbeat_timeout: float = 10.0, crawl: str = "default", broker: str = "the broker",
+                 reset: bool = False) -> None:
         self.core = core
         self.t = transport
         self.P = partitions
         self.heartbeat_timeout = heartbeat_timeout
+        self.reset = reset
+        self.key = getattr(transport, "key", None)
         self.book = LeaseBook(core.db, partitions)
-        self.counters: Counter = Counter()
+        self.owner = Ownership(transport, self.book, core.settings.PATH, crawl, broker)
+        self.intake = Intake(core, self.book, transport, self._may_report, self.key)
+        self.counters: Counter = self.intake.counters
         self.host_cap = core.settings.MAX_REQUESTS_PER_HOST or 16
         self.fault = os.environ.get(FAULT_ENV)
         self.error: Exception | None = None  # what stopped the frontier, if something did
-        self._host_part: list[int] = []
-        self._issued: list = []
+        self._issued: list[Lease] = []
         self._issued_requests: list = []  # committed this round, published after the log's acknowledgement
+        self._reissue: list[Lease] = []  # leases whose entry could not be placed: published again
+        self._unacked: list[str] = []
         core.on_leased = self._leased
-        self.owners: list[str | None] = [None] * partitions
-        self.moving: dict[int, str] = {}
-        self.paused_until: dict[int, float] = {}
-        self.version = 0
-        self._first_seen: float | None = None
-        self.live: dict[str, dict] = {}
+        self.spiders = Spiders(transport, partitions, self.counters)
         self.epoch: str | None = None
         self._pending_phase = True  # after a start: our own unacknowledged log entries first
         self._drained = False
         self._recover = False  # a broker error interrupted a round: republish before the next
-        self._next = {"coordinate": 0.0, "state": 0.0, "expire": 0.0, "trim": 0.0, "epoch": 0.0}
+        self._next = {"coordinate": 0.0, "state": 0.0, "expire": 0.0, "trim": 0.0, "tick": 0.0}
         self._rate = (time.monotonic(), 0)
 
     # -- start ---------------------------------------------------------------------------
     def start(self) -> None:
-        """Set up the broker, record leases the database holds without a
-        record, republish what the broker lacks, restore the assignment."""
+        """Claim the crawl (raises :class:`~.ownership.FrontierRefused`), set
+        up the broker, record leases the database holds without a record,
+        republish what the broker lacks, restore the assignment."""
+        run = self.book.run
+        self.owner.claim(self.reset, self.P)
         self.t.setup(self.P)
         self.epoch = self.t.epoch()
-        if self.book.unrecorded:
+        if self.book.unrecorded or run != self.book.run:
             pages = self.book.unrecorded
             self.book.issue(pages, [self._partition_of_page(i) for i in pages])
             self.book.unrecorded = []
-            self.core.next_requests(0)  # commit the records
-        saved = self.t.get("assignment")
-        if saved and len(saved.get("owners", ())) == self.P:
-            self.owners = list(saved["owners"])
-            self.moving = {int(p): t for p, t in (saved.get("moving") or {}).items()}
-            self.version = int(saved.get("version", 0))
-        self.t.put("assignment", self._assignment_record())
+            self.core.next_requests(0)  # commit the run id and the records
+        self.spiders.restore(self.t.get("assignment"))
+        self.t.put("assignment", self.spiders.record())
         self.republish()
-        self._coordinate(time.monotonic())
+        self.spiders.coordinate(time.monotonic(), self.intake.progress, self.book.by_partition(), self.core)
 
     def republish(self) -> int:
-        """Publish every open lease the broker lacks (after a crash or a broker restart)."""
-        parts = sorted({x.partition for x in self.book.open.values()})
-        tops = {p: self.t.published_top(p) for p in parts}
-        missing = self.book.unpublished(tops)
-        if missing:
-            n = self._publish(missing, self.core.requests([x.page for x in missing]))
-            self.counters["leases_republished"] += n
+        """Publish again every open lease: the publish step adds those the
+        broker lacks (after a crash, a broker restart, ``FLUSHDB``, another
+        writer), finds the others there, and re-sequences any whose id was
+        taken meanwhile (a lost entry below entries published since)."""
+        leases = sorted(self.book.open.values(), key=lambda x: x.seq)
+        if not leases:
+            return 0
+        n = self._publish(leases, self.core.requests([x.page for x in leases]))
+        self.counters["leases_republished"] += n
+        if n:
             logger.info("%d leases republished (the broker did not have them)", n)
-            return n
-        return 0
+        return n
 
     # -- the loop ------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
-        """Serve until ``stop`` is set; then commit and publish the final state."""
+        """Serve until ``stop`` is set; then commit, publish the final state
+        (briefly: the broker may be away) and say what was left."""
         self.start()
         logger.info("serving %s: %d partitions, %d open leases, log applied through %s", self.core.settings.PATH,
                     self.P, len(self.book.open), self.book.log_offset)
@@ -149,15 +151,42 @@ class FrontierService:
             # A commit failed (disk full): what it held stays unacknowledged
             # in the broker and is applied by the next run on this database.
             self.error = e.args[0]
-            self._publish_state(time.monotonic(), "stopped")
-            return
-        self.core.next_requests(0)
-        self._publish_state(time.monotonic(), "stopped")
+        except FrontierRefused as e:
+            self.error = e
+        if self.error is None or isinstance(self.error, FrontierRefused):
+            self.core.next_requests(0)
+        self._final()
+
+    def _final(self) -> None:
+        """The last word to the broker, given 3 seconds (it may be unreachable)."""
+        unpublished = len(self._issued_requests) + len(self._reissue)
+        done = threading.Event()
+
+        def last_word() -> None:
+            try:
+                if self._unacked and self.error is None:
+                    self.t.ack_log(self._unacked)
+                    self._unacked = []
+                self._publish_state(time.monotonic(), "stopped")
+                if not isinstance(self.error, FrontierRefused):
+                    self.owner.release()
+            except Exception as e:  # noqa: BLE001 - the broker is away: said below
+                logger.debug("final state not published: %s", e)
+            finally:
+                done.set()
+
+        threading.Thread(target=last_word, daemon=True).start()
+        reached = done.wait(3.0)
+        logger.info("stopped: %d pages crawled; %s; %d log entries applied and committed but not acknowledged "
+                    "(skipped when read again), %d leases committed but not published (published at the next "
+                    "start)", int(self.core.counters.get("pages_crawled", 0)),
+                    "state published" if reached else "the broker did not answer", len(self._unacked), unpublished)
 
     def _serve(self, stop: threading.Event) -> None:
         while not stop.is_set():
             try:
                 if self._recover:
+                    self.t.setup(self.P)
                     self.republish()  # what was committed but not published while the broker was away
                     self._recover = False
                 self.step()
@@ -172,25 +201,35 @@ class FrontierService:
     def step(self) -> int:
         """One round of the loop; returns the log entries applied."""
         now = time.monotonic()
-        if now >= self._next["epoch"]:
-            self._next["epoch"] = now + 1.0
-            self._check_epoch()
+        if now >= self._next["tick"]:
+            self._next["tick"] = now + 1.0
+            self._check_broker()
         done = self._read(block_ms=0 if self._pending_phase else 20)
-        if now >= self._next["coordinate"]:
-            self._next["coordinate"] = now + 0.25
-            self._coordinate(now)
+        if self.intake.applied:
+            pages, self.intake.applied = np.asarray(self.intake.applied, np.int64), []
+            hosts = self.core.db.vertices.host[pages[pages < self.core.db.vertices.n]]
+            self.spiders.fetched(hosts.astype(np.int64) % self.P)
         if now >= self._next["expire"]:
             self._next["expire"] = now + 1.0
-            self.counters["leases_expired"] += self.book.drop_expired()
-        # One commit a round (there were two): the reports applied, the log
-        # offset and the new leases together.
-        if not self._refill(now) and done:
+            expired = self.book.drop_expired()
+            self.counters["leases_expired"] += len(expired)
+            self.spiders.expired(expired, now, self.core.settings.LEASE_TIMEOUT)
+        if now >= self._next["coordinate"]:
+            self._next["coordinate"] = now + 0.25
+            self.spiders.coordinate(now, self.intake.progress, self.book.by_partition(), self.core)
+        # One commit a round: the reports applied, the log offset and the new leases together.
+        if not self._refill(now) and (done or self._reissue):
             self.core.next_requests(0)
         self._check_stopped()  # not committed: the entries stay unacknowledged
+        self._unacked = done
         self.t.ack_log(done)
+        self._unacked = []
         leases, requests, self._issued_requests = self._issued, self._issued_requests, []
         if requests:
             self._publish(leases, requests)
+        if self._reissue:
+            again, self._reissue = self._reissue, []
+            self._publish(again, self.core.requests([x.page for x in again]))
         if now >= self._next["trim"]:
             self._next["trim"] = now + 5.0
             self._trim()
@@ -199,16 +238,20 @@ class FrontierService:
             self._publish_state(now)
         return len(done)
 
-    def _check_epoch(self) -> None:
+    def _check_broker(self) -> None:
+        """Extend the lock; set the broker up again if it lost the crawl or restarted."""
+        lost = self.owner.tick()
         epoch = self.t.epoch()
-        if epoch != self.epoch:
-            logger.warning("the broker restarted (epoch %s -> %s): recreating groups, republishing leases",
-                           self.epoch, epoch)
-            self.epoch = epoch
-            self.counters["broker_restarts"] += 1
-            self.t.setup(self.P)
-            self.t.put("assignment", self._assignment_record())
-            self.republish()
+        if not lost and epoch == self.epoch:
+            self.t.put("assignment", self.spiders.record())  # again: another writer may have changed it
+            return
+        logger.warning("the broker %s: setting the crawl up again, republishing leases",
+                       f"restarted (epoch {self.epoch} -> {epoch})" if epoch != self.epoch else "lost the crawl's keys")
+        self.epoch = epoch
+        self.counters["broker_restarts"] += 1
+        self.t.setup(self.P)
+        self.t.put("assignment", self.spiders.record())
+        self.republish()
 
     # -- reading the log ---------------------------------------------------------------------
     def _read(self, block_ms: int) -> list[str]:
@@ -227,7 +270,7 @@ class FrontierService:
             if self._pending_phase and offset_key(offset) <= offset_key(self.book.log_offset):
                 self.counters["log_entries_skipped"] += 1  # applied and committed before a crash
             elif raw is not None:
-                self._apply_entry(offset, raw)
+                self.intake.apply(offset, raw)
             done.append(offset)
             if offset_key(offset) > offset_key(self.book.log_offset):
                 self.book.log_offset = offset
@@ -237,139 +280,45 @@ class FrontierService:
         """Forget applied log entries and feed entries of closed leases (Redis memory stays bounded)."""
         if self.book.log_offset:
             self.t.trim_log(self.book.log_offset)
-        for p, low in self._feed_lows().items():
-            self.t.trim_feed(p, low)
+        lows = self.book.lowest_open()
+        for p in range(self.P):
+            self.t.trim_feed(p, lows.get(p, self.book.pub_seq + 1))
 
     def _check_stopped(self) -> None:
         if self.core.stopped is not None:
             raise FrontierStopped(self.core.stopped)
 
-    def _apply_entry(self, offset: str, raw: bytes) -> None:
-        try:
-            msg = codec.read_log(raw)
-        except codec.CodecError as e:
-            self.counters["bad_messages"] += 1
-            logger.warning("log entry %s ignored: %s", offset, e)
-            return
-        if msg["t"] == "s":
-            seeds = []
-            for item in msg["i"]:
-                try:
-                    seeds.append(codec.to_request(item))
-                except codec.CodecError as e:
-                    self.counters["bad_messages"] += 1
-                    logger.warning("a seed in log entry %s ignored: %s", offset, e)
-            self.core.add_seeds(seeds)
-            self.counters["seed_messages"] += 1
-            return
-        for item in msg["i"]:
-            try:
-                self._apply_item(codec.check_item(item))
-            except codec.CodecError as e:
-                self.counters["bad_messages"] += 1
-                logger.warning("a report in log entry %s ignored: %s", offset, e)
-
-    def _apply_item(self, item: dict) -> None:
-        fp = item["f"]
-        try:
-            page = self.core.db.find(binascii.unhexlify(fp))
-        except (binascii.Error, ValueError):
-            raise codec.CodecError("fingerprint is not hexadecimal") from None
-        if not self.book.close(page, item["l"]):
-            self.counters["duplicate_reports"] += 1
-            return
-        self.counters["reports_applied"] += 1
-        if item["k"] == "e":
-            meta = {FINGERPRINT_KEY: fp, b"scrapy_meta": {}}
-            if item.get("p"):
-                meta[b"dont_retry"] = True
-            if item.get("rt"):
-                meta[RETRIED_KEY] = True  # the spider's Scrapy retried it already
-            self.core.page_failed(OutgoingRequest(url=item["u"], meta=meta), str(item.get("e", ""))[:1000])
-            return
-        chain = item.get("c") or []
-        meta = {FINGERPRINT_KEY: fp, b"scrapy_meta": {}, b"content_hash": int(item.get("h") or 0)}
-        if chain:
-            meta[b"redirect_urls"] = list(chain)
-            meta[b"redirect_reasons"] = list(item.get("rr") or [])
-        if item.get("sc") is not None:
-            meta[b"score"] = item["sc"]
-        request = OutgoingRequest(url=chain[0] if chain else item["u"], meta=meta)
-        self.core.page_fetched(_Response(item["u"], item["s"], item.get("hd") or {}, request))
-        wire = item.get("ln") or ()
-        try:
-            links = [codec.to_request(link) for link in wire]
-        except codec.CodecError:  # keep the good ones
-            links = []
-            for link in wire:
-                try:
-                    links.append(codec.to_request(link))
-                except codec.CodecError:
-                    self.counters["bad_links"] += 1
-        if links:
-            self.core.links_found(request, links)
-
-    # -- assignment --------------------------------------------------------------------------
-    def _coordinate(self, now: float) -> None:
-        spiders = self.t.spiders()
-        self.live = {s: info for s, info in spiders.items() if info is not None}
-        for s, info in spiders.items():
-            if info is None and s not in self.owners and s not in self.moving.values():
-                self.t.forget_spider(s)
-        if self.live and all(o is None for o in self.owners):
-            # The first spiders: wait a heartbeat for those started with them,
-            # so they split the partitions at once instead of by moves.
-            self._first_seen = self._first_seen or now
-            if now - self._first_seen < max(float(i.get("interval", 2.0)) for i in self.live.values()):
-                return
-        owners, moving = plan(self.owners, self.moving, sorted(self.live))
-        open_by_p = self.book.by_partition()
-        grace = max([float(i.get("interval", 2.0)) for i in self.live.values()] or [2.0]) + 0.5
-        for p, target in list(moving.items()):
-            if not open_by_p.get(p):  # the old owner has reported everything of p
-                owners[p] = target
-                del moving[p]
-                self.paused_until[p] = now + grace
-        if owners != self.owners or moving != self.moving:
-            self.owners, self.moving = owners, moving
-            self.version += 1
-            self.t.put("assignment", self._assignment_record())
-
-    def _assignment_record(self) -> dict[str, Any]:
-        return {"version": self.version, "owners": self.owners, "moving": self.moving}
+    def _may_report(self, spider: str, page: int) -> bool:
+        return self.spiders.may_report(spider, page, self.book.open.get(page))
 
     # -- handing out ---------------------------------------------------------------------------
-    def _partition_of_host(self, h: int) -> int:
-        parts = self._host_part
-        if h >= len(parts):
-            names = self.core.db.host_names
-            parts.extend(partition_of(n, self.P) for n in names[len(parts) :])
-        return parts[h]
-
     def _partition_of_page(self, page: int) -> int:
-        return self._partition_of_host(int(self.core.db.vertices.host[page]))
+        return partition_of(int(self.core.db.vertices.host[page]), self.P)
 
     def _leased(self, pages: list[int]) -> None:
         self._issued = self.book.issue(pages, [self._partition_of_page(i) for i in pages])
 
+    def _crawled(self) -> int:
+        """Pages crawled, those reported and not applied yet included."""
+        return int(self.core.counters.get("pages_crawled", 0)) + len(self.core.batch)
+
     def _room(self, now: float) -> tuple[int, np.ndarray]:
         """Requests to lease now, and which partitions are closed to new leases."""
-        by_p = self.book.by_partition()
+        sp = self.spiders
         held: Counter = Counter()
-        for p, n in by_p.items():
-            held[self.owners[p]] += n
+        for p, n in self.book.by_partition().items():
+            held[sp.owners[p]] += n
         # At most a spider's prefetch out (published, held or reported but
         # not applied): what it has not read always fits in its room.
-        room = {s: max(1, int(info.get("prefetch", 32))) - held[s] for s, info in self.live.items()}
+        room = {s: int(info.get("prefetch", 32)) - held[s] for s, info in sp.live.items()}
         closed = np.zeros(self.P, bool)
-        for p, owner in enumerate(self.owners):
-            if owner not in self.live or p in self.moving or room[owner] <= 0 or self.paused_until.get(p, 0) > now:
+        for p, owner in enumerate(sp.owners):
+            if owner not in sp.live or p in sp.moving or room[owner] <= 0 or sp.paused_until.get(p, 0) > now:
                 closed[p] = True
-        n = sum(r for s, r in room.items() if r > 0 and s in self.owners)
+        n = sum(r for s, r in room.items() if r > 0 and s in sp.owners)
         budget = self.core.settings.MAX_PAGES
         if budget:
-            done = int(self.core.counters.get("pages_crawled", 0))
-            n = min(n, budget - done - len(self.book.open))
+            n = min(n, budget - self._crawled() - len(self.book.open))
         return n, closed
 
     def _refill(self, now: float) -> bool:
@@ -382,11 +331,11 @@ class FrontierService:
         v = self.core.db.vertices
         host_out = Counter(int(v.host[x.page]) for x in self.book.open.values())
         # Per host: the frontier's cap, or less if a spider's slots hold less.
-        cap = min([self.host_cap] + [int(i["host_cap"]) for i in self.live.values() if i.get("host_cap")])
-        part = self._partition_of_host
+        cap = min([self.host_cap] + [int(i["host_cap"]) for i in self.spiders.live.values() if i.get("host_cap")])
+        P = self.P
 
         def skip(h: int) -> bool:
-            return bool(closed[part(h)]) or host_out.get(h, 0) >= cap
+            return bool(closed[h % P]) or host_out.get(h, 0) >= cap
 
         self._issued = []
         # Leases recorded (on_leased) and committed before this returns.
@@ -398,23 +347,59 @@ class FrontierService:
         self._issued_requests = requests
         return True
 
-    def _publish(self, leases: list, requests: list) -> int:
-        entries = [(x.partition, x.seq, codec.feed_entry(x.lease, r)) for x, r in zip(leases, requests)]
-        n = self.t.publish(entries)
-        self.counters["leases_published"] += n
-        return n
+    def _publish(self, leases: list[Lease], requests: list) -> int:
+        """Publish the entries of ``leases``; what the broker did is checked:
+        foreign entries removed are logged, entries that could not be placed
+        get a new sequence and are published again next round. A lease whose
+        request cannot be encoded is given up with the reason."""
+        by_page = {x.page: x for x in leases}
+        entries = []
+        for r in requests:
+            fp = r.meta.get(FINGERPRINT_KEY)
+            lease = by_page.get(self.core.db.find(bytes.fromhex(fp.decode("ascii"))) if fp else None)
+            if lease is None:
+                continue
+            try:
+                entries.append((lease.partition, lease.seq, codec.feed_entry(lease.lease, r, self.key)))
+            except (codec.CodecError, TypeError, ValueError) as e:
+                self._unpublishable(lease, r, str(e))
+                continue
+            owner = self.spiders.owners[lease.partition]
+            if owner:
+                self.spiders.published_to[lease.page] = owner
+        res = self.t.publish(entries, self.book.pub_seq)
+        self.counters["leases_published"] += res.added
+        if res.repaired:
+            self.counters["feed_repairs"] += len(res.repaired)
+            logger.warning("feed partitions %s held entries the frontier did not write (%d removed): set back",
+                           res.repaired, res.removed)
+        if res.conflicts:
+            pages = {(x.partition, x.seq): x.page for x in leases}
+            moved = [self.book.resequence(pages[c]) for c in res.conflicts if c in pages]
+            self._reissue.extend(x for x in moved if x is not None)
+            self.counters["leases_resequenced"] += len(res.conflicts)
+            logger.warning("%d feed entries could not be placed (their id is taken): published again under new "
+                           "sequences", len(res.conflicts))
+        return res.added
 
-    def _feed_lows(self) -> dict[int, int]:
-        """Per partition, the lowest sequence its feed must keep."""
-        lows = self.book.lowest_open()
-        return {p: lows.get(p, self.book.pub_seq + 1) for p in range(self.P)}
+    def _unpublishable(self, lease: Lease, request: Any, reason: str) -> None:
+        logger.warning("%.200s: not handed out: %s", request.url, reason)
+        self.book.close(lease.page, lease.lease)
+        meta = {FINGERPRINT_KEY: request.meta[FINGERPRINT_KEY], b"scrapy_meta": {}}
+        self.core.page_failed(OutgoingRequest(url=request.url, meta=meta), f"not handed out: {reason}", give_up=True)
+        self.counters["requests_unpublishable"] += 1
 
     # -- state ----------------------------------------------------------------------------------
+    def budget_met(self) -> bool:
+        """``LINKRANK_MAX_PAGES`` is set and that many pages are crawled."""
+        budget = self.core.settings.MAX_PAGES
+        return bool(budget) and self._crawled() >= budget
+
     def finished(self) -> bool:
-        """Nothing queued, nothing leased, nothing unread in the log (and
-        some page known: an empty frontier waits for seeds)."""
+        """Nothing queued (or the page budget met), nothing leased, nothing
+        unread in the log (and some page known: an empty frontier waits for seeds)."""
         return (self.core.stopped is None and self._drained and not self.book.open and self.core.db.n_pages > 0
-                and self.core.finished())
+                and (self.budget_met() or self.core.finished()))
 
     def _publish_state(self, now: float, state: str | None = None) -> None:
         t0, c0 = self._rate
@@ -424,8 +409,15 @@ class FrontierService:
             self._rate = (now, crawled)
         stats = {k: v for k, v in self.core.stats().items() if isinstance(v, (int, float))}
         stats.update(self.counters)
-        stats.update(open_leases=len(self.book.open), pages_per_second=round(rate, 2), spiders=len(self.live))
+        stats.update(open_leases=len(self.book.open), pages_per_second=round(rate, 2), spiders=len(self.spiders.live),
+                     budget=self.core.settings.MAX_PAGES,
+                     bad_records=self.counters["bad_records"] + getattr(self.t, "refused_records", 0))
+        reason = None
         if state is None:
-            state = "finished" if self.finished() else "running" if self.core.db.n_pages else "waiting for seeds"
-        self.t.put("state", {"state": state, "applied": self.book.log_offset, "time": time.time(),
-                             "version": self.version, "recrawl": self.core.recrawler is not None, "stats": stats})
+            finished = self.finished()
+            state = "finished" if finished else "running" if self.core.db.n_pages else "waiting for seeds"
+            reason = ("page_budget" if self.budget_met() else "finished") if finished else None
+        self.t.put("state", {"state": state, "reason": reason, "applied": self.book.log_offset, "time": time.time(),
+                             "version": self.spiders.version, "recrawl": self.core.recrawler is not None,
+                             "budget": self.core.settings.MAX_PAGES, "stats": stats, "pid": os.getpid(),
+                             "spiders": self.spiders.shares(len(self.core.db.host_names), self.intake.fetched)})

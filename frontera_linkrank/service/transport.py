@@ -19,7 +19,9 @@ provide, whatever the broker:
 - **membership and control**: heartbeats with an expiry, the partition
   assignment, the frontier's state and stats, and an epoch that changes
   when the broker was restarted or replaced (the frontier then republishes
-  what the broker may have lost).
+  what the broker may have lost);
+- **ownership**: a lock with an expiry held by the one frontier of a
+  crawl, and a run record naming the page database the crawl belongs to.
 
 :class:`~.redis_transport.RedisTransport` implements it with Redis
 Streams. Another broker (NATS JetStream, Kafka) would be a second
@@ -67,10 +69,15 @@ class Transport(ABC):
 
     # -- the feed -----------------------------------------------------------------------
     @abstractmethod
-    def publish(self, entries: list[tuple[int, int, bytes]]) -> int:
-        """Append ``(partition, sequence, payload)`` entries in order; an
-        entry whose sequence is not above its partition's last one is
-        skipped. Returns the number appended."""
+    def publish(self, entries: list[tuple[int, int, bytes]], top: int = 0) -> Any:
+        """Append ``(partition, sequence, payload)`` entries in order.
+        ``top`` is the highest sequence the frontier has issued: entries
+        above it in a partition are another writer's and are removed first.
+        An entry whose sequence is there already with the same payload is
+        skipped (republished); one that cannot be placed (its id is taken by
+        another payload, or below the partition's top without an entry) is
+        returned as a conflict, never dropped silently. Returns what was
+        done (added, present, removed, repaired partitions, conflicts)."""
 
     @abstractmethod
     def published_top(self, partition: int) -> int:
@@ -106,6 +113,10 @@ class Transport(ABC):
         and has not acknowledged (after a restart), else new ones."""
 
     @abstractmethod
+    def set_aside(self, offset: str, raw: bytes | None, reason: str) -> None:
+        """Keep a refused log entry where it can be inspected (bounded), not in the log."""
+
+    @abstractmethod
     def ack_log(self, offsets: list[str]) -> None:
         """Acknowledge log entries the frontier has applied (and committed)."""
 
@@ -133,6 +144,45 @@ class Transport(ABC):
     @abstractmethod
     def get(self, name: str) -> dict[str, Any] | None:
         """The control record ``name``, or None."""
+
+    # -- one frontier per crawl --------------------------------------------------------------
+    @abstractmethod
+    def claim(self, lock: bytes, ttl: float, run: bytes | None) -> tuple[bool, bool]:
+        """Take the frontier lock for ``ttl`` seconds if nobody holds it, and
+        the crawl's run record ``run`` if it has none: whether each is ours now."""
+
+    @abstractmethod
+    def tick(self, lock: bytes, ttl: float, run: bytes) -> tuple[int, int]:
+        """Extend the lock and check the run record: for each, 1 ours, 2 it
+        was missing and is ours again (the broker lost it), 0 another's."""
+
+    @abstractmethod
+    def release(self, lock: bytes) -> None:
+        """Give the lock up (if it is still ours)."""
+
+    @abstractmethod
+    def force_lock(self, lock: bytes, ttl: float) -> None:
+        """Take the lock over from a holder known to be gone."""
+
+    @abstractmethod
+    def get_raw(self, name: str) -> bytes | None:
+        """The stored bytes of a control record (``run``, ``frontier``)."""
+
+    @abstractmethod
+    def delete_record(self, name: str) -> None:
+        """Delete a control record (another writer's bytes where a record should be)."""
+
+    @abstractmethod
+    def put_raw(self, name: str, raw: bytes) -> None:
+        """Store a record's bytes as they were made (the run record, after another writer replaced it)."""
+
+    @abstractmethod
+    def clear_feed(self, partitions: int) -> None:
+        """Empty the feed (a new run owns none of what is there)."""
+
+    @abstractmethod
+    def reset(self) -> int:
+        """Delete everything of this crawl on the broker; returns the keys deleted."""
 
     @abstractmethod
     def backlog(self) -> dict[str, Any]:

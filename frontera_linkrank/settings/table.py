@@ -263,10 +263,12 @@ DISTRIBUTED = Section("Several spiders, one frontier (serve-frontier)", (
       "A spider silent for three intervals is taken for dead: the frontier gives its hosts, and the requests it "
       "held, to the other spiders."),
     S("LINKRANK_SECRET", Secret(), None,
-      "Key signing the request parts a spider stores in the frontier (callbacks, meta, headers, body).",
-      "Spiders with the same key sign what they send and check what comes back: requests whose parts are "
-      "unsigned or altered (someone else writing to the broker) are fetched as plain GETs to the default "
-      "callback, with a warning. The frontier needs no key. Nothing from the broker is ever unpickled."),
+      "Key signing every message of a shared frontier (set the same on `serve-frontier` and its spiders).",
+      "Reports, seeds, heartbeats and the frontier's requests, assignment and state carry an HMAC under a key "
+      "derived from the secret and the crawl name; unsigned or foreign messages are refused and counted. "
+      "`serve-frontier` and `frontier-status` also read it from the environment. Without it, anyone who can "
+      "write to the broker can add pages and make spiders fetch http(s) URLs (docs/guarantees.md). Nothing "
+      "from the broker is ever unpickled."),
     S("LINKRANK_CLOSE_WHEN_FINISHED", Bool(), True,
       "Close the spider (reason `finished`) when the frontier says the crawl is finished.",
       "False keeps spiders waiting for more work (a continuous crawl fed with new seeds)."),

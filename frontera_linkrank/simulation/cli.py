@@ -24,12 +24,21 @@ if TYPE_CHECKING:
 GRAPH_HELP = (
     "a page database folder (a previous crawl), a SRC_URL<TAB>DST_URL file (gzip accepted), a CSR .npz "
     "(arrays indptr, indices, optional hosts), a Hollins-style folder, a UKWA host .tsv.gz, a GML file, "
-    "or the name of a graph shipped with the package: hollins, uk2007, ukwa, polblogs"
+    "or a graph's name: hollins, polblogs (installed with the package), uk2007, ukwa (in the datasets/ folder "
+    "of the source repository)"
 )
 
 
 class UsageError(Exception):
     """Bad arguments or input: reported in one line, exit status 2."""
+
+
+def default_policy() -> str:
+    """The default ``LINKRANK_POLICY`` of the settings table: what a crawl
+    runs when nothing is set, so what ``simulate`` measures by default."""
+    from ..settings.table import TABLE
+
+    return str(TABLE["LINKRANK_POLICY"].default)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -44,7 +53,8 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("graph", help=GRAPH_HELP)
     ap.add_argument("--policy", action="append", metavar="NAME",
-                    help="LINKRANK_POLICY of a run of the real backend (repeat for several; default: opic)")
+                    help="LINKRANK_POLICY of a run of the real backend (repeat for several; default: the default "
+                    f"policy, {default_policy()})")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
                     help="a LINKRANK_* setting for the backend runs (repeatable; the LINKRANK_ prefix may be left out)")
     ap.add_argument("--baselines", default=",".join(BASELINES), metavar="LIST",
@@ -150,7 +160,7 @@ def _checked(args: argparse.Namespace) -> tuple[list[float], dict[str, Any], lis
         raise UsageError("--budget must be > 0")
     fractions = _fractions(args.fractions)
     settings = parse_settings(args.settings)
-    policies = args.policy or ["opic"]
+    policies = args.policy or [default_policy()]
     check_policies(policies, settings)
     baselines = [b.strip() for b in args.baselines.split(",") if b.strip() and b.strip() != "none"]
     politeness = None
@@ -197,7 +207,8 @@ def _main(args: argparse.Namespace, argv: list[str]) -> int:
 
 def _write(report: dict[str, Any], args: argparse.Namespace) -> int:
     """Plot, JSON and the text report, as the arguments ask."""
-    from .report import format_report, plot_report
+    from .plot import plot_report
+    from .report import format_report
 
     if args.plot:
         plot_report(report, args.plot)

@@ -1,5 +1,7 @@
-"""Loaders for web graphs: the real ones shipped in :mod:`frontera_linkrank.data`
-(see the README of each folder there), link lists, page databases.
+"""Loaders for web graphs: the real ones of :mod:`frontera_linkrank.data` (Hollins
+and polblogs installed with the package, uk2007 and ukwa in the source
+repository's ``datasets/`` folder; see the README of each folder), link
+lists, page databases.
 
 - :func:`load_uk2007`: LAW ``uk-2007-05@100000`` (CSR, no URLs). Its node
   ids follow URL order, so a host's pages are contiguous; the host ranges
@@ -39,9 +41,10 @@ __all__ = [
 
 
 def data_path(*parts: str) -> str:
-    """Path of a data set shipped with the package, e.g. ``data_path("hollins")``.
+    """Path of a real graph's folder or file, e.g. ``data_path("hollins")``.
 
-    See :func:`frontera_linkrank.data.path`.
+    See :func:`frontera_linkrank.data.path` (where the graphs not installed
+    with the package are looked for, and the error if they are not found).
     """
     return data.path(*parts)
 
@@ -235,7 +238,7 @@ NAMED: dict[str, Callable[[], Graph]] = {
 
 def load_graph(spec: str) -> Graph:
     """A graph from a name (``hollins``, ``uk2007``, ``ukwa``, ``polblogs``: the
-    data shipped with the package), a Hollins-style folder, a page database
+    real graphs of :mod:`frontera_linkrank.data`), a Hollins-style folder, a page database
     folder, a CSR ``.npz`` (hosts from its ``hosts`` array, else inferred), a
     UKWA host ``.tsv.gz``, a GML file (read as :func:`load_polblogs` does) or a
     ``SRC_URL<TAB>DST_URL`` list."""

@@ -19,9 +19,9 @@ change < 1e-12):
   proceeds: weighted Kendall tau (``scipy.stats.weightedtau``) and top-1%
   overlap against PR* over the pages the frontier knows at that moment.
 
-:func:`format_report` renders the tables (Markdown), :func:`plot_report`
-the curves (matplotlib, optional), and the report itself is a JSON-able
-dict.
+:func:`format_report` renders the tables (Markdown),
+:func:`.plot.plot_report` the curves (matplotlib, optional), and the report
+itself is a JSON-able dict.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from .baselines import BACKENDS
 from .crawl import LINKRANK, crawl
 
 if TYPE_CHECKING:
-    import os
 
     from .crawl import CrawlResult, Politeness
     from .graphs import Graph
@@ -74,9 +73,10 @@ class Run:
         return LABELS.get(self.name, self.name)
 
 
-def plan(policies: Iterable[str] = ("opic",), baselines: Iterable[str] = BASELINES,
+def plan(policies: Iterable[str] | None = None, baselines: Iterable[str] = BASELINES,
          settings: Mapping[str, Any] | None = None, pagerank_every: int = 1000) -> list[Run]:
-    """The runs of a report: ``policies`` of LinkRankBackend with
+    """The runs of a report: ``policies`` (default: the default
+    ``LINKRANK_POLICY`` alone) of LinkRankBackend with
     ``settings`` (``LINKRANK_*``; the backend's defaults otherwise, so its
     periodic rankings follow ``LINKRANK_RANK_EVERY_PAGES`` and
     ``LINKRANK_RANK_GROWTH``), then ``baselines``, the batch PageRank one
@@ -84,6 +84,10 @@ def plan(policies: Iterable[str] = ("opic",), baselines: Iterable[str] = BASELIN
     always included (the other runs are measured against it).
     """
     settings = dict(settings or {})
+    if policies is None:
+        from ..settings.table import TABLE
+
+        policies = [str(TABLE["LINKRANK_POLICY"].default)]
     runs = [Run(p, LINKRANK, {**settings, "LINKRANK_POLICY": p}, "policy") for p in dict.fromkeys(policies)]
     base = list(dict.fromkeys(baselines))
     if ORACLE not in base:
@@ -344,8 +348,9 @@ def _nanmean(rows: Iterable[Iterable[float | None]]) -> list[float | None]:
     a = np.array([[math.nan if x is None else x for x in r] for r in rows], np.float64)
     if a.size == 0:
         return []
-    with np.errstate(all="ignore"):
-        m = np.nanmean(a, 0) if not np.all(np.isnan(a)) else np.full(a.shape[1], math.nan)
+    # A column with no value at all (no estimate yet at that point) is None.
+    counts = np.sum(~np.isnan(a), 0)
+    m = np.where(counts > 0, np.nansum(a, 0) / np.maximum(counts, 1), math.nan)
     return [None if math.isnan(x) else float(x) for x in m]
 
 
@@ -440,58 +445,3 @@ def format_report(report: Mapping[str, Any], command: str | None = None) -> str:
             lines.append(f"| {r['label']} | " + " | ".join(_num(x / 3600 if x is not None else None, '{:.2f}')
                                                            for x in t) + " |")
     return "\n".join(lines)
-
-
-def plot_report(report: Mapping[str, Any], path: str | os.PathLike[str]) -> str | os.PathLike[str]:
-    """Curves of the report in a PNG (needs matplotlib: the ``plot`` extra)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise RuntimeError("plotting needs matplotlib: pip install 'frontera_linkrank[plot]'") from None
-    g = report["graph"]
-    polite = report["politeness"] is not None
-    fig, axes = plt.subplots(2, 2, figsize=(13, 9))
-    (a1, a2), (a3, a4) = axes
-    for r in report["runs"]:
-        x = np.asarray(r["curve"]["pages"]) / g["pages"] * 100
-        style = "-" if r["kind"] == "policy" else "--"
-        a1.plot(x, r["curve"]["collected"], style, label=r["label"])
-        a2.plot(x, r["curve"]["recall_top1"], style, label=r["label"])
-        pts = {}
-        for d in r["draws"]:
-            for o in d["estimate_curve"]:
-                pts.setdefault(o["checkpoint"], []).append(o["weighted_tau"])
-        if pts:
-            ks = sorted(pts)
-            a3.plot(np.asarray(ks) / g["pages"] * 100, [np.nanmean(pts[k]) for k in ks], style + "o",
-                    label=f"{r['label']} ({r['mean'].get('estimate', '')})", markersize=3)
-        if polite:
-            tc = np.asarray(r["draws"][0].get("time_curve", []))
-            if len(tc):
-                a4.plot(tc[:, 0] / 3600, tc[:, 1], style, label=r["label"])
-        else:
-            oracle = next(o for o in report["runs"] if o["name"] == ORACLE)["curve"]["collected"]
-            with np.errstate(all="ignore"):
-                a4.plot(x, np.asarray(r["curve"]["collected"]) / np.asarray(oracle), style, label=r["label"])
-    a1.set(xlabel="pages fetched (% of the graph)", ylabel="true PageRank collected", title="PR* collected")
-    a2.set(xlabel="pages fetched (% of the graph)", ylabel="recall", title="recall of the true top 1%")
-    a3.set(xlabel="pages fetched (% of the graph)", ylabel="weighted Kendall tau",
-           title="estimate vs PR* over the known pages")
-    if polite:
-        a4.set(xlabel="simulated time (hours)", ylabel="true PageRank collected",
-               title="PR* collected over simulated time (first draw)")
-    else:
-        a4.set(xlabel="pages fetched (% of the graph)", ylabel="ratio", title="PR* collected / omniscient crawl")
-    for a in axes.flat:
-        a.grid(alpha=0.3)
-    a1.legend(fontsize=8)
-    if a3.lines:
-        a3.legend(fontsize=8)
-    fig.suptitle(f"{g['name']}: {g['pages']:,} pages, {report['draws']} seed draws, means")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path

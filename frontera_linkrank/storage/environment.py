@@ -29,6 +29,11 @@ SPARE_TABLES = 4  # room for tables that features declare later (max_dbs)
 
 def check_path(path: str, readonly: bool) -> None:
     """Refuse a path that cannot be (or become) a page database."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8 (surrogate escapes): LMDB takes UTF-8 paths only
+        shown = path.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        raise PageDBError(f"{shown}: the path is not valid UTF-8, which LMDB needs") from None
     if os.path.exists(path) and not os.path.isdir(path):
         raise PageDBError(f"{path}: is a file, not a page database directory")
     data = os.path.join(path, "data.mdb")
@@ -41,6 +46,14 @@ def check_path(path: str, readonly: bool) -> None:
                 f"{path}: directory is not empty and holds no page database "
                 f"(found {', '.join(sorted(others)[:5])}); refusing to write into it"
             )
+
+
+def make_dir(path: str) -> None:
+    """Create the page database directory (and its parents) if missing; one line if that fails."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise PageDBError(f"{path}: cannot create the page database directory: {e.strerror}") from None
 
 
 def open_env(path: str, readonly: bool, map_size: int | None, sync: bool) -> Any:

@@ -191,7 +191,7 @@ class _Walk:
 
     def run(self) -> int:
         try:
-            level = {"free-page": [], "main": [], "table": []}
+            level: dict[str, list[int]] = {"free-page": [], "main": [], "table": []}
             for (root, _), tree in zip(self.meta.roots, ("free-page", "main")):
                 if root != P_INVALID:
                     level[tree].append(root)

@@ -41,7 +41,7 @@ import msgpack
 
 EXT_TUPLE, EXT_SET, EXT_FROZENSET = 1, 2, 3
 _EXT_TYPES = {EXT_TUPLE: tuple, EXT_SET: set, EXT_FROZENSET: frozenset}
-_BASES = (dict, list, str, bytes, int, float)  # a subclass is stored as its base
+_BASES: tuple[type, ...] = (dict, list, str, bytes, int, float)  # a subclass is stored as its base
 
 
 class Unencodable(TypeError):

@@ -133,7 +133,7 @@ class PageDB(FeatureTables, PageRecords):
         self.env: Any = None
         environment.check_path(self.path, readonly)
         if not readonly:
-            os.makedirs(self.path, exist_ok=True)
+            environment.make_dir(self.path)
             self._lock = WriterLock(self.path)
         try:
             integrity.check_file(self.path)  # before LMDB maps it: a file cut short is a bus error

@@ -33,7 +33,7 @@ class RejectedURL(ValueError):
         self.url = url
 
 
-def fingerprint(url: str) -> bytes:
+def fingerprint(url: str | bytes) -> bytes:
     """Frontera's URL fingerprint as 20 raw bytes: sha1(canonicalize_url(url)).
 
     >>> fingerprint("http://example.com/?b=2&a=1").hex() == fingerprint("http://example.com/?a=1&b=2").hex()
@@ -47,7 +47,7 @@ def fingerprint(url: str) -> bytes:
         raise RejectedURL(_reason(url, e), str(url)) from None
 
 
-def _reason(url: str, exc: Exception) -> str:
+def _reason(url: str | bytes, exc: Exception) -> str:
     if isinstance(exc, UnicodeError):
         return "invalid_utf8"
     return "malformed"
@@ -63,10 +63,11 @@ def fingerprint_key(value: bytes | str) -> bytes:
         except (binascii.Error, ValueError):
             pass
     if isinstance(value, str):
+        text = value
         try:
-            value = value.encode("utf-8", "surrogateescape")
+            value = text.encode("utf-8", "surrogateescape")
         except UnicodeEncodeError:  # a surrogate outside the escape range
-            value = value.encode("utf-8", "surrogatepass")
+            value = text.encode("utf-8", "surrogatepass")
     return hashlib.sha1(value).digest()
 
 

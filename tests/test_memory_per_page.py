@@ -1,0 +1,82 @@
+"""Memory per known page: the frontier's resident memory grows by at most
+:data:`BUDGET` bytes for every page it learns.
+
+``benchmarks/scale.py`` drives a frontier core in a process of its own (a
+crawler's loop: batches of 512 requests, each page reported fetched with
+its 10 links, on a synthetic broad web where every page has 5 new pages
+and about 1% of the new pages are on new hosts) and reads the process's
+memory from /proc when the frontier knows :data:`FIRST` and :data:`LAST`
+pages. The web is computed from page numbers: the process holds no memory
+per page but the frontier's.
+
+The figure is the **marginal anonymous RSS** per page added between the
+two points. Anonymous, because LMDB maps the database file: the pages of
+the map the frontier has read count in RSS as file-backed pages, the page
+cache of the database, which the kernel drops when memory is short; how
+many stay depends on the machine's free memory, not on the frontier (the
+file-backed figure is in the failure message). Marginal, because the
+interpreter, the libraries and the database's fixed structures are paid
+once.
+
+:data:`FIRST` to :data:`LAST` spans a factor of 3, as 0.5M to 1.5M pages
+would: a structure that grows by doubling doubles once or twice in the
+range, at a third of the run time. Rankings run inline
+(``LINKRANK_RANK_BACKGROUND=False``) so that none is in flight at a
+checkpoint; fsync is off (memory does not depend on it). Nothing here depends on the machine's speed.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+BENCHMARK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "scale.py")
+BUDGET = 64  # bytes of anonymous RSS per known page added
+FIRST, LAST = 200_000, 600_000
+BATCH = 512
+
+
+@pytest.fixture(scope="module")
+def scale_run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("scale")
+    out = work / "scale.json"
+    done = subprocess.run(
+        [sys.executable, BENCHMARK, "--pages", str(LAST), "--checkpoints", str(FIRST), str(LAST),
+         "--batch", str(BATCH), "--set", "LINKRANK_SYNC=False", "--set", "LINKRANK_RANK_BACKGROUND=False",
+         "--no-reopen", "--dir", str(work / "crawl"), "--json", str(out)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_the_benchmark_crawls_the_web_it_describes(scale_run):
+    """The frontier knew exactly the pages the web predicts (5 new pages a
+    page crawled), at the first batch past each checkpoint, and about 1%
+    of the pages added were on new hosts."""
+    first, last = scale_run["checkpoints"]
+    for row, point in ((first, FIRST), (last, LAST)):
+        assert row["known"] == row["predicted_known"] == 1 + 5 * row["crawled"]
+        assert point <= row["known"] < point + 5 * BATCH
+    new_hosts = (last["hosts"] - first["hosts"]) / (last["known"] - first["known"])
+    assert 0.008 < new_hosts < 0.015
+    assert last["disk"] > first["disk"] > 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="today's frontier holds 683 bytes of anonymous RSS per page added "
+    "from 0.2M to 0.6M known pages (819 with LMDB's file-backed pages); the budget is the target of a frontier "
+    "whose working set is bounded per host",
+)
+def test_marginal_memory_per_known_page(scale_run):
+    first, last = scale_run["checkpoints"]
+    anon = last["marginal_anon"]
+    assert anon <= BUDGET, (
+        f"{anon:.0f} bytes of anonymous RSS per known page added from {first['known']:,} to {last['known']:,} "
+        f"known pages (budget {BUDGET}); file-backed (LMDB's map) {last['marginal_file']:.0f} B/page, "
+        f"RSS in all {last['marginal_rss']:.0f} B/page, at {last['known']:,} pages "
+        f"{last['rss_per_page']:.0f} B/page of RSS, {last['anon_per_page']:.0f} anonymous"
+    )
