@@ -247,6 +247,12 @@ class Frontier:
         if self.table.state[page] == LEASED:
             self.n_leased -= 1
         self.lease_time.pop(page, None)
+        # Finished leases stay in the time-ordered deque until they would
+        # expire; drop them once they outnumber the open ones, so memory
+        # follows the requests in flight, not the pages fetched in an hour.
+        if len(self.leases) > 2 * len(self.lease_time) + 4096:
+            self.leases = collections.deque(
+                (when, p) for when, p in self.leases if self.lease_time.get(p) == when)
 
     def expired(self, now: float, timeout: float) -> list[int]:
         """Pages whose lease is older than ``timeout`` and still current

@@ -196,7 +196,7 @@ class PageDB(FeatureTables, PageRecords):
             table.discard()
         self._host_pages.discard()
         self._fps.discard()
-        if self.compact:
+        if isinstance(self.cold, ColdRecords):
             self.cold.written()
         else:
             self.cold = TableColdRecords(self.vertices, self.touch)
@@ -432,6 +432,7 @@ class PageDB(FeatureTables, PageRecords):
             self._host_pages.write(txn)
             self._log.write(txn, self.vertices, plan)
             if cold is None:
+                assert isinstance(self.cold, ColdRecords)
                 self.cold.write(txn)
                 self._fps.write(txn)
             else:
@@ -446,7 +447,7 @@ class PageDB(FeatureTables, PageRecords):
         self._log.written(plan)
         self._hosts.written()
         self._host_pages.written()
-        if self.compact:
+        if isinstance(self.cold, ColdRecords):
             self.cold.written()
             self._fps.written()
         for table in self._tables.values():

@@ -174,7 +174,7 @@ class PageLog:
 
 def _select(recs: np.ndarray, record: np.dtype) -> np.ndarray:
     out = np.empty(len(recs), record)
-    for name in record.names:
+    for name in record.names or ():
         out[name] = recs[name]
     return out
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,15 @@ logger = logging.getLogger(__name__)
 
 class PageRecords:
     """Page records, fingerprints and host lists of a :class:`~.pagedb.PageDB`."""
+
+    snapshot: Any  # PageDB's
+    _write: Any  # PageDB's
+    _load: Any  # PageDB's
+    _damage: Any  # PageDB's
+
+    if TYPE_CHECKING:
+        @property
+        def n_pages(self) -> int: ...  # PageDB's
 
     # Set by PageDB.
     compact: bool

@@ -83,7 +83,7 @@ def default_records(k: int, dtype: np.dtype = RECORD) -> np.ndarray:
     """``k`` records of ``dtype`` with the fields' defaults (new pages)."""
     out = np.empty(k, dtype)
     for name, _, default in FIELDS:
-        if name in dtype.names:
+        if name in (dtype.names or ()):
             out[name] = default
     return out
 
@@ -148,7 +148,7 @@ class VertexTable:
     def load_records(self, recs: np.ndarray, idx: Any) -> None:
         """Store packed records at ``idx`` (slice or index array of existing
         pages): the fields both have."""
-        for name in recs.dtype.names:
+        for name in recs.dtype.names or ():
             if name in self.names:
                 getattr(self, name)[idx] = recs[name]
 
