@@ -33,7 +33,8 @@ import sys
 import pytest
 
 BENCHMARK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "scale.py")
-BUDGET = 64  # bytes of anonymous RSS per known page added
+BUDGET = 256  # bytes of anonymous RSS per known page added: what the frontier keeps today, with room
+TARGET = 64  # bytes: the goal, not reached yet (docs/memory.md: where the bytes go)
 FIRST, LAST = 200_000, 600_000
 BATCH = 512
 
@@ -65,18 +66,29 @@ def test_the_benchmark_crawls_the_web_it_describes(scale_run):
     assert last["disk"] > first["disk"] > 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="today's frontier holds 683 bytes of anonymous RSS per page added "
-    "from 0.2M to 0.6M known pages (819 with LMDB's file-backed pages); the budget is the target of a frontier "
-    "whose working set is bounded per host",
-)
-def test_marginal_memory_per_known_page(scale_run):
-    first, last = scale_run["checkpoints"]
-    anon = last["marginal_anon"]
-    assert anon <= BUDGET, (
-        f"{anon:.0f} bytes of anonymous RSS per known page added from {first['known']:,} to {last['known']:,} "
-        f"known pages (budget {BUDGET}); file-backed (LMDB's map) {last['marginal_file']:.0f} B/page, "
-        f"RSS in all {last['marginal_rss']:.0f} B/page, at {last['known']:,} pages "
+def _failure(first, last, limit):
+    return (
+        f"{last['marginal_anon']:.0f} bytes of anonymous RSS per known page added from {first['known']:,} to "
+        f"{last['known']:,} known pages (limit {limit}); file-backed (LMDB's map) {last['marginal_file']:.0f} B/page, "
+        f"RSS in all {last['marginal_rss']:.0f} B/page; at {last['known']:,} pages "
         f"{last['rss_per_page']:.0f} B/page of RSS, {last['anon_per_page']:.0f} anonymous"
     )
+
+
+def test_marginal_memory_per_known_page(scale_run):
+    """No Python object per waiting page: the frontier's own memory grows by
+    a few numpy slots per page (a frontier keeping a dict entry and a queue
+    entry per page grows by 600-700 bytes)."""
+    first, last = scale_run["checkpoints"]
+    assert last["marginal_anon"] <= BUDGET, _failure(first, last, BUDGET)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the frontier holds 150-170 bytes of anonymous RSS per page added from 0.2M to 0.6M known pages; "
+    "of it the hot fields (28) and the push estimate (about 30), the rest the rankings' arrays and what "
+    "the C allocator keeps after each ranking",
+)
+def test_marginal_memory_per_known_page_reaches_the_target(scale_run):
+    first, last = scale_run["checkpoints"]
+    assert last["marginal_anon"] <= TARGET, _failure(first, last, TARGET)
