@@ -97,7 +97,7 @@ def main(argv=None):
     ap.add_argument("--pages", type=int, default=1_000_000, help="stop when the database holds this many pages")
     ap.add_argument("--batch", type=int, default=1000, help="requests per get_next_requests")
     ap.add_argument("--no-sync", action="store_true", help="LINKRANK_SYNC=False")
-    ap.add_argument("--policy", default="opic")
+    ap.add_argument("--policy", default=None, help="LINKRANK_POLICY (default: the settings' default)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="more LINKRANK_* settings")
     args = ap.parse_args(argv)
     report = max(args.pages // 4, 1)
@@ -110,10 +110,11 @@ def main(argv=None):
             settings={
                 "LINKRANK_PATH": os.path.join(tmp, "db"),
                 "LINKRANK_SYNC": not args.no_sync,
-                "LINKRANK_POLICY": args.policy,
+                **({"LINKRANK_POLICY": args.policy} if args.policy else {}),
                 **dict(s.split("=", 1) for s in args.set),
             }
         )
+        policy = backend.core.settings.POLICY
         gc.collect()
         ours = run(backend, args.pages, args.batch, lambda: backend.db.n_pages, report)
         rankings = backend.core.counters.get("rankings", 0)
@@ -129,7 +130,7 @@ def main(argv=None):
     gc.collect()
     base = run(fifo, args.pages, args.batch, lambda: len(fifo.metadata.requests), report)
 
-    print(f"python {sys.version.split()[0]}, policy {args.policy}, sync {not args.no_sync}, batch {args.batch}")
+    print(f"python {sys.version.split()[0]}, policy {policy}, sync {not args.no_sync}, batch {args.batch}")
     print(
         f"{'known pages':>12} {'crawled':>9} {'linkrank p/s':>13} {'links/s':>10} {'memory FIFO p/s':>16} {'ratio':>6}"
     )

@@ -84,7 +84,7 @@ def test_bounded_heads_take_what_a_plain_best_first_order_takes(monkeypatch, see
             queued.discard(p)
         elif op < 0.7:  # keys fall: the policy asks for a rebuild
             keys = keys * rng.random(len(keys)).round(1)
-            front.rebuild()
+            front.rebuild(eager=bool(rng.integers(2)))  # heads filled now, or as hosts come up
         else:
             n = int(rng.integers(1, 25))
             skipped = set(rng.choice(n_hosts, int(rng.integers(0, 4)), replace=False).tolist())
@@ -115,7 +115,7 @@ def test_a_host_with_many_waiting_pages_holds_a_small_head_and_compacts_its_list
     for p in range(n):
         lists.add(0, p)
     front = Frontier(table, lambda idx: keys[idx], lists=lists)
-    front.rebuild()
+    front.rebuild(eager=False)
     taken = []
     for _ in range(40):
         got = front.take(300)

@@ -146,7 +146,7 @@ class FrontierCore:
             logger.info("%d requests leased by a previous run are offered again", recovered)
         self.registry = PageRegistry(db, self.aopic, self.lifecycle, self.counters, s.MAX_URL_LENGTH,
                                      s.LOG_REJECTED, s.OMEGA_HOSTS, self.priorities)
-        self.frontier.rebuild()
+        self.frontier.rebuild(eager=False)  # each host read when it first comes up: opening stays one pass
         self.recrawler = (Recrawler(db, s, self.importance, self.ranking.ranks, self.lifecycle, self.counters)
                           if s.RECRAWL else None)
         self.batch = BatchApplier(db, self.registry, self.lifecycle, self.policy, self.counters, self.recrawler,

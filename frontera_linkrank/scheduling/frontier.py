@@ -125,9 +125,11 @@ class Frontier:
         return pages
 
     # -- entering the queue --------------------------------------------------------
-    def rebuild(self) -> None:
+    def rebuild(self, eager: bool = True) -> None:
         """Queue every ``UNFETCHED`` page afresh (at open, when keys fell):
-        each host's floor is its best key; heads fill as hosts come up."""
+        ``eager``, each host's head is filled now from one sort of the
+        waiting pages; otherwise (a database opened) each host's floor is
+        its best key and its head fills when it comes up."""
         t = self.table
         n = t.n
         self._ensure(n)
@@ -142,13 +144,18 @@ class Frontier:
         self._class_used = [False, False]
         self._classify(np.flatnonzero(np.bincount(hosts)) if len(hosts) else hosts)
         for queue, m in self._by_level(pages, rebuild=True):
-            self._rebuild_queue(queue, pages[m], hosts[m], keys[m])
+            self._rebuild_queue(queue, pages[m], hosts[m], keys[m], eager)
         self.n_queued = len(pages)
         self.n_leased = int((t.state[:n] == LEASED).sum())
 
     @staticmethod
-    def _rebuild_queue(queue: BestFirstQueue, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
-        """Empty ``queue``'s heads; each host's floor is its best page."""
+    def _rebuild_queue(queue: BestFirstQueue, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray,
+                       eager: bool = True) -> None:
+        """``queue``'s heads afresh (``eager``), or emptied with each host's
+        floor its best page."""
+        if eager:
+            queue.rebuild_heads(pages, hosts, keys)
+            return
         present = np.flatnonzero(np.bincount(hosts)) if len(hosts) else hosts
         size = int(hosts.max()) + 1 if len(hosts) else 0
         best = np.full(size, -np.inf)

@@ -199,10 +199,7 @@ class BestFirstQueue:
         else:
             self._head_n.pop(host, None)
 
-    def rebuild(self, hosts: np.ndarray, best: np.ndarray, best_page: np.ndarray) -> None:
-        """Empty every head; host ``hosts[k]`` has waiting pages whose best is
-        page ``best_page[k]`` with key ``best[k]`` (its floor): it is
-        refilled when it comes up."""
+    def _reset(self, hosts: np.ndarray) -> None:
         self._heaps = {}
         self.live = {}
         self._head_n = {}
@@ -212,16 +209,55 @@ class BestFirstQueue:
         size = max(16, int(hosts.max()) + 1) if len(hosts) else 16
         self.floor = np.full(max(size, len(self.floor)), -math.inf)
         self.floor_page = np.zeros(len(self.floor), np.int64)
-        self.floor[hosts] = best
-        self.floor_page[hosts] = best_page
+
+    def _register_all(self, hosts: list[int], entries: list[tuple[float, int]]) -> None:
         cls = self._host_class.get
         tops = self._tops
-        for h, key, page in zip(hosts.tolist(), best.tolist(), best_page.tolist()):
-            entry = (-key, page)
+        for h, entry in zip(hosts, entries):
             tops[cls(h, 0)].append(entry + (h,))
             self._registered[h] = entry
         for top in tops:
             heapq.heapify(top)
+
+    def rebuild(self, hosts: np.ndarray, best: np.ndarray, best_page: np.ndarray) -> None:
+        """Empty every head; host ``hosts[k]`` has waiting pages whose best is
+        page ``best_page[k]`` with key ``best[k]`` (its floor): it is
+        refilled when it comes up (a database opened: one pass, no sort)."""
+        self._reset(hosts)
+        self.floor[hosts] = best
+        self.floor_page[hosts] = best_page
+        self._register_all(hosts.tolist(), list(zip((-best).tolist(), best_page.tolist())))
+
+    def rebuild_heads(self, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
+        """Every head afresh from all the waiting ``pages`` (of ``hosts``,
+        keyed ``keys``): what refilling every host now would give, in one
+        sort instead of one read of each host's list (keys fell: a ranking
+        was installed)."""
+        self._reset(hosts)
+        if not len(pages):
+            return
+        order = np.lexsort((pages, -keys, hosts))  # by host, then the heap's order
+        p, h, k = pages[order], hosts[order], keys[order]
+        starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]])
+        counts = np.diff(np.r_[starts, len(h)])
+        take = np.minimum(counts, np.clip(np.floor(np.sqrt(counts)).astype(np.int64), HEAD_MIN, HEAD_MAX))
+        rank = np.arange(len(h)) - np.repeat(starts, counts)
+        in_head = rank < np.repeat(take, counts)
+        out = starts[take < counts] + take[take < counts]  # each host's best left outside: its floor
+        self.floor[h[out]] = k[out]
+        self.floor_page[h[out]] = p[out]
+        hp, hk = p[in_head].tolist(), (-k[in_head]).tolist()
+        live, heaps, head_n = self.live, self._heaps, self._head_n
+        live.update(zip(hp, k[in_head].tolist()))
+        firsts = []
+        at = 0
+        for host, n in zip(h[starts].tolist(), take.tolist()):
+            heaps[host] = list(zip(hk[at : at + n], hp[at : at + n]))  # sorted: a valid heap
+            head_n[host] = n
+            firsts.append((hk[at], hp[at]))
+            at += n
+        self.entries = len(hp)
+        self._register_all(h[starts].tolist(), firsts)
 
     # -- leaving ------------------------------------------------------------------
     def _fill(self, host: int) -> None:

@@ -323,8 +323,8 @@ def _current_rows(
     db: PageDB, txn: lmdb.Transaction, n: int, hosts: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(rows, ptr, dst)``: page ``rows[r]`` links to ``dst[ptr[r]:ptr[r+1]]``
-    (rows in block order, ``dst`` int32); with ``hosts`` only the links
-    between pages of different hosts. ``dst`` may be a view on the map."""
+    (rows in block order, ``dst`` int32, copies: valid after ``txn``
+    ends); with ``hosts`` only the links between pages of different hosts."""
     rows, lens, dsts = [], [], []
     for src, ptr, dst in db.edges.iter_current(txn, n):
         src = np.asarray(src, np.int64)
@@ -343,7 +343,7 @@ def _current_rows(
         return np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int32)
     ptr = np.zeros(sum(len(r) for r in rows) + 1, np.int64)
     np.cumsum(np.concatenate(lens), out=ptr[1:])
-    dst = np.concatenate(dsts).view(np.int32) if len(dsts) > 1 else np.asarray(dsts[0]).view(np.int32)
+    dst = np.concatenate(dsts).view(np.int32) if len(dsts) > 1 else np.array(dsts[0]).view(np.int32)  # a copy
     return np.concatenate(rows), ptr, dst
 
 

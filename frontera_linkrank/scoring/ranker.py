@@ -155,7 +155,20 @@ def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None =
     """
     if txn is None:
         with db.snapshot() as own:
-            return rank_snapshot(db, config, own, version, previous, scores, callback)
+            inputs = _inputs(db, config, own, version, previous, scores)
+            if inputs[4].streamed:
+                return _rank(config, *inputs, callback)
+        # The links are loaded: the snapshot ends before the iterations.
+        # LMDB cannot reuse a page freed after a reader began while it
+        # lasts, so a long one makes the crawl's commits grow the file.
+        return _rank(config, *inputs, callback)
+    return _rank(config, *_inputs(db, config, txn, version, previous, scores), callback)
+
+
+def _inputs(db: PageDB, config: RankConfig, txn: lmdb.Transaction, version: int | None,
+            previous: Ranking | None, scores: np.ndarray | None) -> tuple[float, int, int, Any, Any, Any]:
+    """What a ranking reads from snapshot ``txn``: ``(started, n, version,
+    scores, links, x0)``; all copies but streamed links."""
     started = time.time()
     n = snapshot_pages(db, txn)
     if version is None:
@@ -163,6 +176,18 @@ def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None =
     if scores is None and config.personalized:
         scores = content_scores(db, n)
     links = database_links(db, txn, n, config.edges, config.inter_host, config.memory_limit)
+    x0 = None
+    if "pagerank" in config.algorithms:
+        x0 = previous.vectors.get("pagerank") if previous is not None else None
+        if x0 is None:  # the stored one: the scheduler need not hold it
+            x0, _ = db.read_scores("pagerank", txn)
+        if x0 is not None:
+            x0 = np.concatenate([x0[:n], np.full(max(0, n - len(x0)), 1.0 / max(n, 1))])  # a copy
+    return started, n, version, scores, links, x0
+
+
+def _rank(config: RankConfig, started: float, n: int, version: int, scores: np.ndarray | None,
+          links: Any, x0: np.ndarray | None, callback: Callable[..., Any] | None) -> Ranking:
     common = {
         "version": version,
         "time": started,
@@ -180,11 +205,6 @@ def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None =
             if not teleport.sum() > 0:
                 logger.warning("personalised PageRank: no page has a positive content score yet; uniform teleport")
                 teleport = None
-        x0 = previous.vectors.get("pagerank") if previous is not None else None
-        if x0 is None:  # the stored one: the scheduler need not hold it
-            x0, _ = db.read_scores("pagerank", txn)
-        if x0 is not None:
-            x0 = np.concatenate([x0[:n], np.full(max(0, n - len(x0)), 1.0 / max(n, 1))])
         r = pagerank(links, config.damping, teleport, config.tol, config.max_iter, x0=x0, callback=callback)
         vectors["pagerank"] = r.scores
         info["pagerank"] = {
