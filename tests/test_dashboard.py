@@ -197,7 +197,7 @@ def test_the_page_shows_what_page_db_stats_reports_and_only_reads(tmp_path, make
 def test_a_token_is_required_on_every_request_when_set(tmp_path, make_backend, browser):
     db = tmp_path / "db"
     small_crawl(make_backend, db)
-    with ServeStatus(tmp_path, db, env={"LINKRANK_STATUS_TOKEN": "s3cret"}) as srv:
+    with ServeStatus(tmp_path, db, env={"FRONTERA_LINKRANK_STATUS_TOKEN": "s3cret"}) as srv:
         for path in ("", "api/status", "api/progress", "metrics", "favicon.ico"):
             assert srv.get(path)[0] == 401, path
             assert srv.get(path + "?token=wrong")[0] == 401, path
@@ -257,8 +257,9 @@ def _has_crawled(path):
 
 
 def _screenshot(page, tmp_path):
-    """docs/dashboard.png (README shows it) when LINKRANK_UPDATE_SCREENSHOT=1; always a small PNG."""
-    path = SCREENSHOT if os.environ.get("LINKRANK_UPDATE_SCREENSHOT") == "1" else str(tmp_path / "dashboard.png")
+    """docs/dashboard.png (README shows it) when FRONTERA_LINKRANK_UPDATE_SCREENSHOT=1; always a small PNG."""
+    update = os.environ.get("FRONTERA_LINKRANK_UPDATE_SCREENSHOT") == "1"
+    path = SCREENSHOT if update else str(tmp_path / "dashboard.png")
     page.screenshot(path=path, type="png")
     data = open(path, "rb").read()
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) < 150_000, len(data)

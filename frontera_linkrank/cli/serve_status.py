@@ -19,9 +19,9 @@ It only reads: the page database is opened read-only (the crawl goes on
 writing it) and reloaded by one background thread every ``--interval``
 seconds (longer if a sample takes long: it never reads more than half
 the time); every request is answered from the last sample. Only GET and
-HEAD are accepted. With ``--token`` (or ``LINKRANK_STATUS_TOKEN`` in the
-environment) every request must carry it (``Authorization: Bearer TOKEN``
-or ``?token=TOKEN``). Binds 127.0.0.1 unless ``--bind`` says otherwise.
+HEAD are accepted. With ``--token`` (or ``FRONTERA_LINKRANK_STATUS_TOKEN``
+in the environment) every request must carry it (``Authorization: Bearer
+TOKEN`` or ``?token=TOKEN``). Binds 127.0.0.1 unless ``--bind`` says otherwise.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ import math
 import os
 import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -404,6 +405,8 @@ class StatusServer(http.server.ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], sampler: Sampler, token: str | None) -> None:
         self.sampler, self.token = sampler, token
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
         super().__init__(address, Handler)
 
 
@@ -416,7 +419,7 @@ def arguments(prog: str) -> argparse.ArgumentParser:
     ap.add_argument("--crawl", default="default", help="with --broker: the crawl's name (default 'default')")
     ap.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0: any)")
     ap.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
-    ap.add_argument("--token", help="required on every request (default: $LINKRANK_STATUS_TOKEN, if set)")
+    ap.add_argument("--token", help="required on every request (default: $FRONTERA_LINKRANK_STATUS_TOKEN, if set)")
     ap.add_argument("--interval", type=float, default=5.0, help="seconds between samples (default 5)")
     ap.add_argument("--max-pages", type=int, default=0, help="the crawl's LINKRANK_MAX_PAGES, for the share done")
     ap.add_argument("--top", type=int, default=15, metavar="N", help="rows per table (default 15)")
@@ -446,7 +449,7 @@ def main(argv: Argv, prog: str) -> None:
     """Serve the dashboard until Ctrl-C, SIGTERM or ``--timeout``."""
     args = arguments(prog).parse_args(argv)
     _check(args)
-    token = args.token or os.environ.get("LINKRANK_STATUS_TOKEN") or None
+    token = args.token or os.environ.get("FRONTERA_LINKRANK_STATUS_TOKEN") or None
     if args.broker:
         from ..service.redis_transport import BrokerError, check_broker
 
