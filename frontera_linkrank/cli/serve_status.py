@@ -3,25 +3,18 @@
     frontera-linkrank serve-status PATH [--port 6790] [--bind HOST] [--token TOKEN] [--interval 5]
     frontera-linkrank serve-status --broker URL [--crawl NAME] [PATH]
 
-Serves one page on http://127.0.0.1:PORT/ that updates itself: progress
-(pages crawled, known, queued, in flight, errors; the share of
-``--max-pages``; the rate and the share of the estimated PageRank fetched,
-over time; an ETA), the order at work (the next pages the frontier hands
-out with their keys, as ``top --queued`` shows them; the top pages by
-importance and by each stored ranking), the busiest hosts, errors by HTTP
-status and reason, rejected URLs by reason and, with ``--broker``, the
-shared frontier (its heartbeat, spiders, stream backlog: what
-``frontier-status`` reads). The same data is served as JSON
-(``/api/status`` and one ``/api/SECTION`` per part) and as Prometheus
-text (``/metrics``); docs/dashboard.md lists them.
+Serves one page on http://127.0.0.1:PORT/ that updates itself: progress,
+rate and ETA, the share of the estimated PageRank fetched, the next pages
+handed out (as ``top --queued``), top pages, hosts, errors and rejected
+URLs and, with ``--broker``, the shared frontier (what ``frontier-status``
+reads); the same as JSON (``/api/...``) and Prometheus text
+(``/metrics``). docs/dashboard.md describes it all.
 
-It only reads: the page database is opened read-only (the crawl goes on
-writing it) and reloaded by one background thread every ``--interval``
-seconds (longer if a sample takes long: it never reads more than half
-the time); every request is answered from the last sample. Only GET and
-HEAD are accepted. With ``--token`` (or ``FRONTERA_LINKRANK_STATUS_TOKEN``
-in the environment) every request must carry it (``Authorization: Bearer
-TOKEN`` or ``?token=TOKEN``). Binds 127.0.0.1 unless ``--bind`` says otherwise.
+It only reads: one background thread reloads the read-only page database
+every ``--interval`` seconds (spending at most half the time reading);
+requests are answered from the last sample. GET and HEAD only. With a
+token (``--token`` or ``FRONTERA_LINKRANK_STATUS_TOKEN``) every request
+must carry it. Binds 127.0.0.1 unless ``--bind`` says otherwise.
 """
 
 from __future__ import annotations
@@ -56,7 +49,11 @@ HISTORY = 720
 RATE_WINDOW = 60.0
 """Seconds of history the crawl rate is measured over."""
 ERROR_SAMPLE = 2000
-"""Failed pages whose error message is read (the most recent ones) per sample."""
+"""Failed pages whose error message is read (the last discovered) per sample."""
+QUEUE_SHARE = 0.1
+"""At most this share of the time goes to rebuilding the queue order (the
+crawl policy's keys: on a large database the costliest part of a sample),
+which is otherwise read at every sample."""
 SECTIONS = ("progress", "order", "hosts", "errors", "shared", "history", "database")
 _REASON = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Timeout\w*|Refused|Lost|Failed|Done))\b")
 
@@ -92,9 +89,18 @@ def error_reason(message: str | None) -> str:
     return m.group(1) if m else message.strip().splitlines()[0][:80] if message.strip() else "unknown"
 
 
-def database_view(db: PageDB, top: int) -> dict[str, Any]:
-    """What the dashboard shows of a page database (reloaded by the caller)."""
+def queue_view(db: PageDB, top: int) -> dict[str, Any]:
+    """The next ``top`` pages handed out (``top --queued``), with when they were read."""
     from .queued import queued_pages
+
+    policy, queue = queued_pages(db, top)
+    return {"policy": policy, "queued": [{"url": u, "priority": p, "key": k} for u, p, k in queue],
+            "queued_time": time.time()}  # fmt: skip
+
+
+def database_view(db: PageDB, top: int, queue: dict[str, Any]) -> dict[str, Any]:
+    """What the dashboard shows of a page database (reloaded by the caller),
+    with ``queue`` from :func:`queue_view`."""
     from .stats import summary
 
     s = summary(db, top)  # exactly page_db_stats' figures
@@ -103,7 +109,6 @@ def database_view(db: PageDB, top: int) -> dict[str, Any]:
     fetched = v.n_crawls[:n] > 0
     importance = books(db).importance()
     total = float(importance.sum())
-    policy, queue = queued_pages(db, top)
     hosts = v.host[:n].astype(np.int64)
     n_hosts = len(db.host_names)
     waiting = np.bincount(hosts[state == UNFETCHED], minlength=n_hosts)
@@ -124,8 +129,7 @@ def database_view(db: PageDB, top: int) -> dict[str, Any]:
     return {
         "summary": s,
         "fetched_importance": float(importance[fetched].sum()) / total if total > 0 else None,
-        "policy": policy,
-        "queued": [{"url": u, "priority": p, "key": k} for u, p, k in queue],
+        **queue,
         "hosts_by_waiting": host_rows(waiting),
         "hosts_by_fetches": host_rows(fetches),
         "by_status": {str(int(c)): int(k) for c, k in zip(codes, counts)},
@@ -171,9 +175,6 @@ def add_rate(p: dict[str, Any], history: collections.deque, now: float) -> None:
     p["eta_seconds"] = 0.0 if left == 0 else None if left is None or not rate else left / rate
 
 
-# -- the sampler ------------------------------------------------------------
-
-
 class Sampler:
     """Reads the crawl every ``interval`` seconds in one background thread
     and keeps the last sample and a history of the progress figures. The
@@ -186,6 +187,8 @@ class Sampler:
         self.db = open_db(path) if path else None
         self.history: collections.deque = collections.deque(maxlen=HISTORY)
         self.doc: dict[str, Any] = {}
+        self._queue: dict[str, Any] | None = None
+        self._queue_due = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="serve-status sampler", daemon=True)
 
@@ -197,7 +200,7 @@ class Sampler:
         if self.db is not None:
             try:
                 self.db.reload()
-                doc["database"] = database_view(self.db, self.top)
+                doc["database"] = database_view(self.db, self.top, self._queue_view())
             except Exception as e:  # noqa: BLE001 - shown on the page; the next sample tries again
                 doc["problems"].append(f"page database: {e}")
         if self.broker:
@@ -216,6 +219,14 @@ class Sampler:
         doc["history"] = list(self.history)
         self.doc = _finite(doc)
         return self.doc
+
+    def _queue_view(self) -> dict[str, Any]:
+        start = time.monotonic()
+        if self._queue is None or start >= self._queue_due:
+            assert self.db is not None
+            self._queue = queue_view(self.db, self.top)
+            self._queue_due = start + (time.monotonic() - start) / QUEUE_SHARE
+        return self._queue
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -238,20 +249,18 @@ class Sampler:
             self.db.close()
 
 
-# -- views of a sample --------------------------------------------------------
+_PARTS = {"order": ("policy", "queued", "queued_time"), "hosts": ("hosts_by_waiting", "hosts_by_fetches"),
+          "errors": ("by_status", "by_reason", "reasons_read", "rejected")}  # fmt: skip
+_SUMMARY_PARTS = {"order": "top_pages", "hosts": "top_hosts"}
 
 
 def section(doc: dict[str, Any], name: str) -> Any:
     """One part of the document: ``/api/NAME``."""
     db = doc.get("database") or {}
     summary = db.get("summary") or {}
-    if name == "order":
-        return {"policy": db.get("policy"), "queued": db.get("queued"), "top_pages": summary.get("top_pages")}
-    if name == "hosts":
-        by = {k: db.get(k) for k in ("hosts_by_waiting", "hosts_by_fetches")}
-        return by | {"top_hosts": summary.get("top_hosts")}
-    if name == "errors":
-        return {k: db.get(k) for k in ("by_status", "by_reason", "reasons_read", "rejected")}
+    if name in _PARTS:
+        extra = {_SUMMARY_PARTS[name]: summary.get(_SUMMARY_PARTS[name])} if name in _SUMMARY_PARTS else {}
+        return {k: db.get(k) for k in _PARTS[name]} | extra
     return summary if name == "database" else doc.get(name)
 
 
@@ -319,11 +328,6 @@ def metrics(doc: dict[str, Any]) -> str:  # long: one block per metric family, r
 # -- the server -------------------------------------------------------------
 
 
-def page_html() -> bytes:
-    """The dashboard page (shipped in the package: no network needed)."""
-    return importlib.resources.files(__package__).joinpath("dashboard.html").read_bytes()
-
-
 class Handler(http.server.BaseHTTPRequestHandler):
     """GET and HEAD of the page, ``/api/...`` and ``/metrics``; 405 for any other method."""
 
@@ -364,7 +368,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         doc = self.server.sampler.doc
         route = parts.path.rstrip("/") or "/"
         if route in ("/", "/index.html"):
-            self._send(200, page_html(), "text/html; charset=utf-8", head=head)
+            page = importlib.resources.files(__package__).joinpath("dashboard.html").read_bytes()  # in the package
+            self._send(200, page, "text/html; charset=utf-8", head=head)
         elif route == "/metrics":
             self._send(200, metrics(doc).encode(), "text/plain; version=0.0.4; charset=utf-8", head=head)
         elif route == "/api/status":
@@ -433,8 +438,6 @@ def _check(args: argparse.Namespace) -> None:
         raise ToolError("give a page database PATH, --broker URL, or both")
     if args.interval <= 0 or args.top < 1 or args.max_pages < 0 or not 0 <= args.port <= 65535:
         raise ToolError("--interval must be > 0, --top >= 1, --max-pages >= 0, --port in 0..65535")
-    if args.path and not os.path.isdir(args.path):
-        raise ToolError(f"{args.path}: no such directory")
 
 
 def _exposed(bind: str) -> bool:
