@@ -382,7 +382,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._send(404, b"not found: see / and /api/status\n", "text/plain; charset=utf-8", head=head)
 
     def _json(self, data: Any, head: bool) -> None:
-        self._send(200, json.dumps(data, allow_nan=False).encode(), "application/json", head=head)
+        self._send(200, json.dumps(data, allow_nan=False, default=str).encode(), "application/json", head=head)
 
     def _send(self, code: int, body: bytes, ctype: str, headers: dict[str, str] | None = None,
               head: bool = False) -> None:  # fmt: skip
