@@ -17,6 +17,7 @@ with the command, and fail under ``CI=true``.
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,8 @@ BIN = os.path.dirname(sys.executable)
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
 INSTALL = "apt-get install chromium"
 SCREENSHOT = os.path.join(ROOT, "docs", "dashboard.png")
+_LABEL = r'[a-z_]+="(?:[^"\\\n]|\\[\\"n])*"'  # a value escapes backslash, quote and line feed
+METRIC_SAMPLE = re.compile(rf"linkrank_[a-z_]+(?:\{{{_LABEL}(?:,{_LABEL})*\}})? -?(?:[0-9.]+(?:e[+-]?[0-9]+)?|inf)")
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +183,11 @@ def test_the_page_shows_what_page_db_stats_reports_and_only_reads(tmp_path, make
         assert srv.json("api/progress")["max_pages"] == 500
         _, headers, text = srv.get("metrics")
         assert headers["Content-Type"].startswith("text/plain; version=0.0.4")
-        metrics = dict(line.rsplit(" ", 1) for line in text.decode().splitlines() if not line.startswith("#"))
+        samples = [line for line in text.decode().splitlines() if not line.startswith("#")]
+        for line in samples:  # the text format: name{label="value",...} number
+            assert METRIC_SAMPLE.fullmatch(line), line
+        metrics = dict(line.rsplit(" ", 1) for line in samples)
+        assert int(metrics["linkrank_pages_known"]) == want["pages"]
         assert int(metrics['linkrank_pages{state="crawled"}']) == by["crawled"]
         assert int(metrics['linkrank_counter_total{name="pages_crawled"}']) == want["counters"]["pages_crawled"]
         assert int(metrics["linkrank_links"]) == want["links"]

@@ -284,8 +284,9 @@ def metrics(doc: dict[str, Any]) -> str:  # long: one block per metric family, r
             out.append(f"linkrank_{name}{{{text}}} {value}" if text else f"linkrank_{name} {value}")
 
     p = doc.get("progress") or {}
-    family("pages", "gauge", "Pages by state (crawled, known, queued, in_flight, errors).",
-           [({"state": k}, p.get(k)) for k in ("known", "crawled", "queued", "in_flight", "errors")])
+    family("pages_known", "gauge", "Pages of the page database.", [({}, p.get("known"))])
+    family("pages", "gauge", "Pages by state: crawled, queued, in_flight (leased), errors (given up).",
+           [({"state": k}, p.get(k)) for k in ("crawled", "queued", "in_flight", "errors")])
     family("max_pages", "gauge", "The crawl's page budget.", [({}, p.get("max_pages"))])
     family("crawl_rate", "gauge", "Pages crawled per second over the last minute.", [({}, p.get("rate"))])
     family("eta_seconds", "gauge", "Seconds until the budget (or the queue) is done at the current rate.",
