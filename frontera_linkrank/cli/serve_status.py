@@ -342,6 +342,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         raise AttributeError(name)
 
     def _not_allowed(self) -> None:
+        self.close_connection = True  # its body, if any, is not read
         self._send(405, b"only GET and HEAD\n", "text/plain; charset=utf-8", {"Allow": "GET, HEAD"})
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
@@ -356,8 +357,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return True
         given = query.get("token", [""])[0]
         auth = self.headers.get("Authorization", "")
-        if auth.startswith("Bearer "):
-            given = auth[len("Bearer "):]
+        if auth[:7].lower() == "bearer ":
+            given = auth[7:].strip()
         return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), token.encode())
 
     def _answer(self, head: bool) -> None:
