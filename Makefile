@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test demo bench clean redis-server
+.PHONY: venv test demo bench clean redis-server chromium
 
 venv: $(STAMP)
 
@@ -23,13 +23,22 @@ redis-server:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server; \
 	  else echo "redis-server not found: its tests will be skipped (install: sudo apt-get install redis-server)"; fi; }
 
+# The dashboard tests drive a headless Chromium (Playwright, with Debian's
+# browser: Playwright's own download is not needed): installed the same way;
+# without it those tests are skipped (and fail under CI=true).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
+	  else echo "chromium not found: the dashboard tests will be skipped (install: sudo apt-get install chromium)"; fi; }
+
 # Lint and type-check first (ruff's and mypy's settings are in
 # pyproject.toml: mypy checks numeric, storage and scoring), then the suite
 # in parallel (pytest-xdist): many tests wait on crawler subprocesses and
 # servers, so TEST_WORKERS=3 keeps two cores busy; work stealing evens out
 # the long tests. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 3
-test: venv redis-server
+test: venv redis-server chromium
 	$(BIN)/ruff check frontera_linkrank tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal

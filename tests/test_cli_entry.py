@@ -39,7 +39,7 @@ def test_help_lists_every_subcommand():
         assert c.summary in line and (c.alias is None or c.alias in line), line
     names = {c.name for c in COMMANDS}
     assert names == {"seeds", "dump", "find", "links", "path", "stats", "check", "export", "import", "rank",
-                     "serve-web", "top", "simulate", "serve-frontier", "frontier-status"}  # fmt: skip
+                     "serve-web", "top", "simulate", "serve-frontier", "frontier-status", "serve-status"}  # fmt: skip
     assert installed("frontera-linkrank").stdout == r.stdout  # no command: the same help
 
 

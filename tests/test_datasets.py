@@ -167,6 +167,7 @@ def test_the_wheel_holds_the_small_graphs_unchanged_and_nothing_big(wheel):
         assert data_files == {f"frontera_linkrank/data/{rel}" for rel in shipped_files()}
         assert sorted(data.NAMES) == ["hollins", "polblogs"]
         assert "frontera_linkrank/data/__init__.py" in names and "frontera_linkrank/py.typed" in names
+        assert "frontera_linkrank/cli/dashboard.html" in names  # serve-status' page: nothing from a CDN
         # Only code and the small graphs: every other file is small.
         big = [(i.filename, i.file_size) for i in z.infolist()
                if i.file_size > 100_000 and not i.filename.startswith("frontera_linkrank/data/")]  # fmt: skip

@@ -69,5 +69,6 @@ COMMANDS: tuple[Command, ...] = (
     Command("simulate", "simulate", "compare crawl policies on a link graph"),
     Command("serve-frontier", "serve_frontier", "one frontier for many spiders, through a Redis broker"),
     Command("frontier-status", "frontier_status", "state of a shared frontier and its spiders"),
+    Command("serve-status", "serve_status", "a live dashboard of a crawl in the browser, with JSON and /metrics"),
 )
 BY_NAME = {c.name: c for c in COMMANDS}
