@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -21,3 +24,29 @@ def unique(a: ArrayLike) -> np.ndarray:
     if len(s) < 2:
         return s
     return s[np.r_[True, s[1:] != s[:-1]]]
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL(None).malloc_trim  # glibc
+    except (OSError, AttributeError):
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def release_free_memory() -> None:
+    """Hand the C heap's free memory back to the system (glibc's
+    ``malloc_trim``; nothing elsewhere).
+
+    A ranking or a queue rebuild allocates arrays of every page and frees
+    them; glibc keeps freed blocks under its adaptive mmap threshold (up
+    to 32 MB) in the heap, so a crawl's resident memory would keep the
+    peak of its largest transient arrays. Called after those, not per
+    batch: a trim walks the heap.
+
+    >>> release_free_memory()
+    """
+    if _TRIM is not None:
+        _TRIM(0)

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ..numeric import release_free_memory
 from ..recrawl.recrawler import Recrawler
 from ..scheduling.lifecycle import PageLifecycle
 from ..scheduling.policies import POLICIES, PolicyContext, host_class
@@ -376,6 +377,7 @@ class FrontierCore:
     def _ranking_installed(self, ranking: Ranking) -> None:
         if self.policy.on_ranking(ranking):
             self.frontier.rebuild()
+        release_free_memory()  # the ranking's and the rebuild's arrays are gone
 
     # -- committing -------------------------------------------------------------------------------
     def _maybe_commit(self, now: float) -> None:
