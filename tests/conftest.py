@@ -2,6 +2,14 @@ import os
 import sys
 
 import pytest
+from hypothesis import settings
+
+# The property tests draw the same examples on every run (CI included), so
+# a failure is a change, not luck; HYPOTHESIS_PROFILE=explore draws new
+# ones to look for more.
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)

@@ -366,7 +366,9 @@ class FrontierCore:
                 want = (v.flags[idx] & (F_REFRESH | F_VALIDATORS)) == (F_REFRESH | F_VALIDATORS)
                 conditional = self.recrawler.conditional_headers(idx[want].tolist(), txn)
         pages, urls = self.registry.usable_parts(pages, urls, extras)
-        fps = self.db.fingerprints_of(pages).tobytes().hex().encode("ascii")
+        raw = self.db.fingerprints_of(pages)
+        self.db.handed_out(pages, raw)
+        fps = raw.tobytes().hex().encode("ascii")
         return build_requests(self.request_factory, urls, fps, v.depth[pages].tolist(), extras, conditional, pages)
 
     def _class_offsets(self) -> tuple[float, float]:

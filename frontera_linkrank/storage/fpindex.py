@@ -104,6 +104,15 @@ class FingerprintIndex:
                 cache.popitem(last=False)
         self.new = {}
 
+    def remember(self, fps: Sequence[bytes], pages: Sequence[int]) -> None:
+        """Cache known pages the crawl will look up soon (pages handed out:
+        their responses come back by fingerprint)."""
+        if self.cache_size:
+            cache = self._cache
+            cache.update(zip(fps, pages))
+            while len(cache) > self.cache_size:
+                cache.popitem(last=False)
+
     def discard(self) -> None:
         """Forget the batch and the cache (a reload)."""
         self.new = {}

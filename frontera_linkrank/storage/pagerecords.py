@@ -153,6 +153,13 @@ class PageRecords:
         """Fingerprints (``V20``) of ``pages``."""
         return self.cold.get("fp", pages)
 
+    def handed_out(self, pages: list[int], fps: np.ndarray) -> None:
+        """``pages`` (fingerprints ``fps``) go out to be fetched: their
+        responses are looked up by fingerprint without reading the index."""
+        if self.compact:
+            raw = fps.tobytes()
+            self._fps.remember([raw[k : k + 20] for k in range(0, len(raw), 20)], pages)
+
     def add_pages(self, fps: list[bytes], urls: list[str], hosts: Iterable[int], parents: Any = None) -> int:
         """Append pages (lists of 20-byte fingerprints, URL strings and host
         ids; ``parents``, an array or a scalar, default none); returns the
