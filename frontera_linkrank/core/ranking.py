@@ -5,8 +5,9 @@ A ranking starts when the crawl has grown by ``LINKRANK_RANK_GROWTH`` of
 the pages crawled at the last one and by at least
 ``LINKRANK_RANK_EVERY_PAGES`` pages, or ``LINKRANK_RANK_INTERVAL`` seconds
 have passed: every 1,000 pages up to 10,000 crawled, then every 10% with
-the defaults, so the total cost stays near that of one ranking of the final
-graph. It runs in a background thread on its own LMDB snapshot
+the defaults, so all the rankings together cost about 1 + 1/growth (11)
+times one ranking of the final graph (a geometric series; a background
+ranking still running delays the next one). It runs in a background thread on its own LMDB snapshot
 (``LINKRANK_RANK_BACKGROUND``) or inline. When the crawl closes, the
 pages crawled since the last ranking are ranked once more (inline), so the
 stored rankings cover what the crawl found, however short it was.

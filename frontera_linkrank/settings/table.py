@@ -184,9 +184,9 @@ RANKING = Section("Periodic ranking (PageRank, HITS)", (
       "ranking refuses a list without it.", shown="pagerank, hits"),
     A("LINKRANK_RANK_EVERY_PAGES", Int(lo=0), 1000,
       "Rank again once at least this many pages were crawled since the last ranking (0: not by count).",
-      "And once the crawl has grown by `LINKRANK_RANK_GROWTH`. Geometric growth keeps the total cost of the "
-      "rankings near that of one on the final graph, and early rankings frequent: every 1,000 pages up to "
-      "10,000 pages crawled, then every 10% (100,000 pages at a million)."),
+      "And once the crawl has grown by `LINKRANK_RANK_GROWTH`. Geometric growth keeps early rankings frequent and "
+      "the total cost of the rankings about 1 + 1/growth (11) times that of one on the final graph: every 1,000 "
+      "pages up to 10,000 pages crawled, then every 10% (100,000 pages at a million)."),
     A("LINKRANK_RANK_GROWTH", Float(lo=0), 0.1,
       "Rank again only once the crawl has also grown by this share of the pages crawled so far."),
     A("LINKRANK_RANK_INTERVAL", Float(lo=0), 600.0,
