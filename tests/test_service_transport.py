@@ -3,6 +3,10 @@
 
 import time
 
+import pytest
+
+from frontera_linkrank.service import codec
+from frontera_linkrank.service.ownership import FrontierRefused, Ownership
 from frontera_linkrank.service.redis_transport import RedisTransport
 
 
@@ -178,3 +182,54 @@ def test_heartbeats_expire(redis_server):
     assert spiders["s1"] is None and spiders["s2"]["prefetch"] == 4
     t.forget_spider("s1")
     assert set(t.spiders()) == {"s2"}
+
+
+class _Book:
+    run = None
+
+
+class _RacedTransport(RedisTransport):
+    """Another writer puts ``junk`` on the lock or the run record just before the frontier claims them."""
+
+    def __init__(self, url, crawl, junk):
+        super().__init__(url, crawl)
+        self.junk, self.claims = junk, 0
+
+    def claim(self, lock, ttl, run):
+        self.claims += 1
+        if self.claims <= 2:  # before the lock is taken, and before the run record is
+            for name, raw in self.junk.items():
+                self.r.set(self._k(name), raw)
+        return super().claim(lock, ttl, run)
+
+
+def test_junk_written_on_the_lock_or_run_record_while_a_frontier_claims_it_does_not_stop_it(redis_server):
+    for junk in ({"run": b"\x00junk"}, {"frontier": b"\xc1"}, {"run": b"x", "frontier": b"y"}):
+        t = _RacedTransport(redis_server.url, "race", junk)
+        t.reset()
+        t.setup(4)
+        book = _Book()
+        own = Ownership(t, book, "/db", "race", "redis")
+        own.claim(partitions=4)
+        assert t.claims >= 3  # a claim failed on the junk; checking again removed it
+        assert t.get_raw("frontier") == own.lock and t.get("run")["run"] == book.run
+
+
+def test_a_frontier_of_another_database_that_claims_first_is_named(redis_server):
+    other = codec.record("run", {"run": "r-other", "path": "/other", "host": "h", "created": 0.0}, None)
+    t = _RacedTransport(redis_server.url, "race2", {"run": other})
+    t.reset()
+    t.setup(4)
+    with pytest.raises(FrontierRefused, match="belongs to another (run|page database) .*/other"):
+        Ownership(t, _Book(), "/db", "race2", "redis").claim(partitions=4)
+    assert t.get_raw("frontier") is None  # a refused frontier leaves the lock free
+
+
+def test_consumed_entries_are_those_read_and_acknowledged(redis_server):
+    t = transport(redis_server)
+    t.publish([(0, 1, b"a"), (0, 2, b"b"), (0, 3, b"c"), (1, 4, b"d")])
+    got = t.read_feed("s1", {0: ">"}, 2, 0)  # entries 1 and 2 of partition 0 read, 3 not
+    assert [i for _, i, _ in got] == ["1-1", "2-1"]
+    assert t.consumed([(0, 1), (0, 2), (0, 3), (1, 4), (5, 9)]) == set()  # read but pending, unread, no stream
+    t.report("s1", b"r", [(0, "1-1")])
+    assert t.consumed([(0, 1), (0, 2), (0, 3), (1, 4)]) == {(0, 1)}

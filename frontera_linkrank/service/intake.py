@@ -9,9 +9,10 @@ refused, and how:
   ``bad_messages``;
 - a report item with a field of the wrong type or range, a link or seed
   that is malformed or whose fingerprint is not its URL's key
-  (:func:`expected_key`), a report from a spider that does not hold the
-  lease (``foreign_reports``): that item or link is refused, counted, and
-  the rest of the entry goes on;
+  (:func:`expected_key`), a report of a lease from a process that neither
+  holds it nor is a live spider of the crawl (``foreign_reports``): that
+  item or link is refused, counted, and the rest of the entry goes on (the
+  service publishes such a lease again if its feed entry was consumed);
 - anything the core still raises on (a bug, not a message): counted in
   ``items_failed`` and logged with its traceback once, never fatal.
 
@@ -80,14 +81,19 @@ class Intake:
         Whether ``spider`` holds the open lease of ``page``.
     key : bytes or None
         The crawl's sealing key (``LINKRANK_SECRET``).
+    foreign : callable(page) or None
+        Told of an open lease whose report was refused as foreign (the
+        service publishes it again if its feed entry was consumed).
     """
 
     def __init__(self, core: FrontierCore, book: LeaseBook, transport: Transport,
-                 may_report: Callable[[str, int], bool], key: bytes | None = None) -> None:
+                 may_report: Callable[[str, int], bool], key: bytes | None = None,
+                 foreign: Callable[[int], None] | None = None) -> None:  # fmt: skip
         self.core = core
         self.book = book
         self.t = transport
         self.may_report = may_report
+        self.foreign = foreign
         self.key = key
         self.scheme = key_scheme(core.db.meta_section(SECTION))  # how the database keys its pages
         self.counters: Counter = Counter()
@@ -183,6 +189,8 @@ class Intake:
         page = self.core.db.find(binascii.unhexlify(item["f"]))
         if page is not None and page in self.book.open and not self.may_report(spider, page):
             self._refuse("foreign_reports", f"spider {spider!r} reported a lease it does not hold")
+            if self.foreign is not None:
+                self.foreign(page)
             return
         if not self.book.close(page, item["l"]):
             self.counters["duplicate_reports"] += 1

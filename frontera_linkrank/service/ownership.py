@@ -34,6 +34,8 @@ from .transport import Transport
 
 LOCK_TTL = 30.0
 """Seconds a frontier's lock outlives its last extension."""
+CLAIM_ATTEMPTS = 5
+"""Times a starting frontier checks and claims the crawl before giving up."""
 
 
 class FrontierRefused(Exception):
@@ -110,10 +112,21 @@ class Ownership:
         """Take the lock and check (or set) the run; raises
         :class:`FrontierRefused`. With ``reset`` the crawl's keys on the
         broker are deleted first (refused while another frontier serves it)."""
-        self._lock()
         if reset:
-            self.t.reset()
             self._lock()
+            self.t.reset()
+        # Another writer's bytes landing on the lock or the run record
+        # between the check and the claim make the claim fail: checking
+        # again removes them. A frontier that really claimed the crawl
+        # meanwhile is named by the check.
+        for _ in range(CLAIM_ATTEMPTS):
+            self._lock()
+            if self._claim_run(partitions):
+                return
+        raise self._refuse("another frontier claimed it meanwhile")
+
+    def _claim_run(self, partitions: int) -> bool:
+        """Check (or set) the run record; False if the final claim failed."""
         raw = self.t.get_raw("run")
         rec = self.t.get("run")
         if raw is not None and rec is None:
@@ -136,29 +149,31 @@ class Ownership:
                                f"first served {_when(rec.get('created'))})")
         if rec is not None:
             self.run_record = raw  # type: ignore[assignment]
-            return
+            return True
         self.run_record = codec.record("run", {"run": self.book.run, "path": self.me["path"],
                                                "host": self.me["host"], "created": time.time()},
                                        getattr(self.t, "key", None))
         _, run = self.t.claim(self.lock, LOCK_TTL, self.run_record)
-        if not run:
-            raise self._refuse("another frontier claimed it meanwhile")
+        return run
 
     def _lock(self) -> None:
-        raw = self.t.get_raw("frontier")
-        if raw is not None and raw != self.lock:
-            h = self.t.get("frontier") or _record_anyway(raw, "lock") or {}
-            if not _valid_lock(h) or (h["host"] == self.me["host"] and (h["pid"] == self.me["pid"]
-                                                                         or not _alive(h["pid"]))):
-                self.t.force_lock(self.lock, LOCK_TTL)  # not a lock, or its holder is gone (kill -9): ours
+        # The lock can change between reading and claiming it (another
+        # writer's bytes, a frontier starting): read it again then.
+        for _ in range(CLAIM_ATTEMPTS):
+            raw = self.t.get_raw("frontier")
+            if raw is not None and raw != self.lock:
+                h = self.t.get("frontier") or _record_anyway(raw, "lock") or {}
+                if not _valid_lock(h) or (h["host"] == self.me["host"] and (h["pid"] == self.me["pid"]
+                                                                             or not _alive(h["pid"]))):
+                    self.t.force_lock(self.lock, LOCK_TTL)  # not a lock, or its holder is gone (kill -9): ours
+                    return
+                raise FrontierRefused(f"another frontier serves crawl {self.crawl!r} on {self.broker}: "
+                                      f"{self._holder()}; stop it first (its lock expires {LOCK_TTL:.0f} s after "
+                                      "it stops)")
+            lock, _ = self.t.claim(self.lock, LOCK_TTL, None)
+            if lock:
                 return
-            raise FrontierRefused(f"another frontier serves crawl {self.crawl!r} on {self.broker}: "
-                                  f"{self._holder()}; stop it first (its lock expires {LOCK_TTL:.0f} s after it "
-                                  "stops)")
-        lock, _ = self.t.claim(self.lock, LOCK_TTL, None)
-        if not lock:
-            raise FrontierRefused(f"another frontier serves crawl {self.crawl!r} on {self.broker}: "
-                                  f"{self._holder()}")
+        raise FrontierRefused(f"another frontier serves crawl {self.crawl!r} on {self.broker}: {self._holder()}")
 
     def _refuse(self, why: str) -> FrontierRefused:
         self.t.release(self.lock)

@@ -229,6 +229,28 @@ class RedisTransport(Transport):
         except ResponseError:  # not a stream (the next publish replaces it)
             pass
 
+    def consumed(self, entries: list[tuple[int, int]]) -> set[tuple[int, int]]:
+        out: set[tuple[int, int]] = set()
+        by_p: dict[int, list[int]] = {}
+        for p, seq in entries:
+            by_p.setdefault(p, []).append(seq)
+        for p, seqs in by_p.items():
+            key = self.feed_key(p)
+            try:
+                groups = self.r.xinfo_groups(key)
+            except ResponseError:  # no stream: the broker lost it, and the republish puts it back
+                continue
+            delivered = next((g["last-delivered-id"] for g in groups if g["name"] == FEED_GROUP), None)
+            if delivered is None:
+                continue
+            ms, _, n = (delivered.decode() if isinstance(delivered, bytes) else str(delivered)).partition("-")
+            for seq in seqs:
+                if (seq, 1) > (int(ms), int(n or 0)):
+                    continue  # not read yet
+                if not self.r.xpending_range(key, FEED_GROUP, min=f"{seq}-1", max=f"{seq}-1", count=1):
+                    out.add((p, seq))
+        return out
+
     def read_feed(self, spider: str, cursors: dict[int, str], max_n: int, block_ms: int) -> list[FeedItem]:
         if not cursors:
             return []

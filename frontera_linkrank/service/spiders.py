@@ -89,13 +89,18 @@ class Spiders:
 
     def may_report(self, spider: str, page: int, lease: Lease | None) -> bool:
         """A report of an open lease is accepted from the spider it was
-        published to and from any spider that has owned (or been moving
-        into) its partition while this frontier ran: a late report of a
-        spider taken for dead, one that took the lease over."""
+        published to, from any spider that has owned (or been moving into)
+        its partition while this frontier ran (a late report of a spider
+        taken for dead, one that took the lease over) and from any spider
+        alive now: one that read the entry while its view of the partitions
+        was not the frontier's (an assignment record another writer
+        changed) has fetched the page all the same, and its feed entry is
+        gone. A process that is not a spider of the crawl is refused."""
         if lease is None:
             return True
         p = lease.partition
-        return spider == self.published_to.get(page) or spider in self.holders[p] or spider == self.owners[p]
+        return (spider == self.published_to.get(page) or spider in self.holders[p] or spider == self.owners[p]
+                or spider in self.live)
 
     # -- liveness and progress ---------------------------------------------------------------
     def expired(self, leases: list[Lease], now: float, timeout: float) -> None:

@@ -88,6 +88,11 @@ class Transport(ABC):
         """Forget the entries of ``partition`` with a sequence below ``below``."""
 
     @abstractmethod
+    def consumed(self, entries: list[tuple[int, int]]) -> set[tuple[int, int]]:
+        """Of the feed entries ``(partition, sequence)``, those a spider has
+        read and acknowledged (no spider will read them again)."""
+
+    @abstractmethod
     def read_feed(self, spider: str, cursors: dict[int, str], max_n: int, block_ms: int) -> list[FeedItem]:
         """Entries for ``spider`` from the partitions in ``cursors``: cursor
         ``"0"`` re-reads the spider's own pending entries, ``">"`` new ones.
