@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..numeric import top_k
 from ..storage.pagedb import PageDB
 from ..storage.vertices import F_SEED, STATE_NAMES
 from .common import Argv, books, open_db, parser, printable_url, scores, tool
@@ -56,7 +57,7 @@ def summary(db: PageDB, top: int = 10) -> dict[str, Any]:
             ranked[name] = scores(db, name)
         for name, values in ranked.items():
             x = np.where(np.isnan(values), -np.inf, values)
-            best = np.argsort(-x, kind="stable")[:top]
+            best = top_k(x, top)
             urls = db.urls(best, txn)
             out["top_pages"][name] = [{"index": int(i), "url": u, name: float(values[i])} for i, u in zip(best, urls)]
     hosts = v.host[:n].astype(np.int64)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..numeric import top_k
 from ..storage.pagedb import PageDB
 from ..storage.vertices import STATE_NAMES, UNFETCHED
 from .common import SCORE_NAMES, Argv, ToolError, books, open_db, parser, printable_url, scores, tool
@@ -40,7 +41,7 @@ def top_pages(
     values = np.where(np.isnan(values), -np.inf, values)
     if crawled_only:
         values = np.where(v.n_crawls[:size] > 0, values, -np.inf)
-    order = np.argsort(-values, kind="stable")[:n]
+    order = top_k(values, n)
     order = order[np.isfinite(values[order])]
     with db.snapshot() as txn:
         urls = db.urls(order, txn)

@@ -1,0 +1,20 @@
+"""The numpy helpers against the numpy calls they replace."""
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from frontera_linkrank.numeric import top_k, unique
+
+values = st.lists(st.sampled_from([-np.inf, -1.0, 0.0, 0.5, 1.0, 2.0, np.inf]) | st.floats(-10, 10), max_size=60)
+
+
+@given(values, st.integers(-2, 70))
+def test_top_k_is_the_head_of_a_stable_descending_argsort(xs, k):
+    x = np.array(xs, dtype=float)
+    assert top_k(x, k).tolist() == np.argsort(-x, kind="stable")[: max(k, 0)].tolist()
+
+
+@given(st.lists(st.integers(-5, 5), max_size=50))
+def test_unique_is_numpys(xs):
+    assert unique(np.array(xs, dtype=np.int64)).tolist() == np.unique(np.array(xs, dtype=np.int64)).tolist()
