@@ -1,23 +1,59 @@
-"""What one sample of ``serve-status`` costs on a large page database: the
-dashboard's reader thread (reload the last commit, the stats, hosts,
-errors) beside what ``page_db_stats`` computes on the same database, in
-the same run; and the queue order (``top --queued``: the crawl policy's
-keys rebuilt), which the dashboard rebuilds less often (QUEUE_SHARE).
+"""What ``serve-status`` costs, in two modes.
 
-The database is benchmarks/rank.py's generated one (power-law graph, 80%
-of links within a host), built once under benchmarks/out/. Prints the best
-of ``--repeats`` samples and the ratio to ``stats``.
+One sample: the dashboard's reader thread (reload the last commit, the
+stats, hosts, errors) beside what ``page_db_stats`` computes on the same
+database, in the same run; and the queue order (``top --queued``: the
+crawl policy's keys rebuilt), which the dashboard rebuilds less often
+(QUEUE_SHARE). The database is benchmarks/rank.py's generated one
+(power-law graph, 80% of links within a host), built once under
+benchmarks/out/. Prints the best of ``--repeats`` samples and the ratio to
+``stats``.
 
     python benchmarks/dashboard.py [--pages 1000000] [--links 10000000] [--repeats 3]
+
+A crawl with the dashboard open (``--crawl``): benchmarks/scale.py's crawl
+loop (FrontierCore, default settings, on the synthetic broad web) runs
+until the frontier knows ``--known`` pages, then goes on in segments of
+``--segment`` crawled pages, alternately without (A) and with (B) the
+dashboard open, in the order ABBA ABBA... (``--segments`` of each), so that
+a drift of the crawl's speed or of the machine's load weighs on both alike.
+For a B segment a ``frontera-linkrank serve-status`` process is started on
+the crawl's database and waited for until it serves its first sample (that
+wait is timed and not counted in the crawl's time); a poller process then
+opens the page and, every ``--interval`` seconds as the page does,
+requests ``/api/status`` (what the page reads) and every other endpoint,
+timing each answer; after the segment both are stopped. A segment's rate
+is its crawled pages over the time spent in the frontier's calls (as
+scale.py counts it), wall time beside it. Prints every segment, the
+medians of A and B and their ratio, the answer times, and the time of one
+sample read in this process after the segments.
+
+    python benchmarks/dashboard.py --crawl                  # 10M known pages, 4 + 4 segments
+    python benchmarks/dashboard.py --crawl --known 200000 --segments 2 --segment 5000
+    python benchmarks/dashboard.py --crawl --dir DIR        # DIR/db is kept, and an existing one crawled on
 """
 
+from __future__ import annotations
+
 import argparse
+import json
 import os
+import shutil
+import signal
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+
+BIN = os.path.dirname(sys.executable)
+ENDPOINTS = ("/api/status", "/", "/api/progress", "/api/order", "/api/hosts", "/api/errors", "/api/database",
+             "/api/shared", "/api/history", "/metrics")
+"""What the poller requests at each poll: first what the page reads, then everything else."""
 
 
 def best(step, repeats):
@@ -29,12 +65,7 @@ def best(step, repeats):
     return out
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pages", type=int, default=1_000_000)
-    ap.add_argument("--links", type=int, default=10_000_000)
-    ap.add_argument("--repeats", type=int, default=3)
-    args = ap.parse_args(argv)
+def one_sample(args) -> None:
     import rank
 
     from frontera_linkrank.cli.serve_status import QUEUE_SHARE, Sampler, queue_view
@@ -43,19 +74,275 @@ def main(argv=None):
     path = os.path.join(rank.OUT, f"rank-{args.pages}-{args.links}")
     rank.build(path, lambda: rank.power_law_graph(args.pages, args.links))
     sampler = Sampler(path, None, "default", None, None, 5.0, 15)
-    db = sampler.db  # one environment per process: the baseline reads the same one
+    db = sampler.db  # one environment per process: the baseline reads the one the first sample then closes
+    assert db is not None
     try:
         reload = best(db.reload, args.repeats)
         stats = best(lambda: (db.reload(), summary(db, 15)), args.repeats)
-        sampler.sample()  # the first builds the queue order: the next ones reuse it
-        sample = best(sampler.sample, args.repeats)
         queue = best(lambda: queue_view(db, 15), args.repeats)
         n = db.n_pages
+        sampler.sample()  # the first builds the queue order: the next ones reuse it
+        sample = best(sampler.sample, args.repeats)  # each opens the database, reads it and closes it
     finally:
         sampler.stop()
     print(f"{n:,} pages, {args.links:,} links: reload {reload:.2f} s, stats {stats:.2f} s, "
           f"dashboard sample {sample:.2f} s ({sample / stats:.1f}x stats); queue order {queue:.2f} s "
           f"({queue / stats:.1f}x stats), rebuilt every {queue / QUEUE_SHARE:.0f} s at most")
+
+
+# -- an open browser tab, in its own process ------------------------------------------------------------
+def poll(port_file: str, interval: float) -> None:
+    """Until SIGTERM: wait for ``serve-status`` to listen (the port in
+    ``port_file``) and serve its first sample, then every ``interval``
+    seconds GET each of ENDPOINTS. One JSON line on stdout when it first
+    answered (``startup_s``, from this poller's start), then one per answer:
+    endpoint, seconds until the whole answer was read, bytes, and for
+    ``/api/status`` the time of the sample it holds."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    t = time.perf_counter()
+    while not (os.path.exists(port_file) and open(port_file).read().endswith("\n")):
+        time.sleep(0.05)
+    url = f"http://127.0.0.1:{int(open(port_file).read())}"
+    while json.loads(urllib.request.urlopen(url + "/api/progress", timeout=60).read())["known"] is None:
+        time.sleep(0.05)  # the port is written after the first sample: this is only a check
+    print(json.dumps({"startup_s": time.perf_counter() - t}), flush=True)
+    while True:
+        start = time.monotonic()
+        for endpoint in ENDPOINTS:
+            row: dict = {"endpoint": endpoint}
+            t = time.perf_counter()
+            try:
+                with urllib.request.urlopen(url + endpoint, timeout=60) as f:
+                    body = f.read()
+            except OSError as e:
+                row["error"] = str(e)
+            else:
+                row.update(s=time.perf_counter() - t, bytes=len(body))
+                if endpoint == "/api/status":
+                    row["sampled"] = json.loads(body)["time"]
+            print(json.dumps(row), flush=True)
+        time.sleep(max(0.0, interval - (time.monotonic() - start)))
+
+
+class Dashboard:
+    """``serve-status`` on the crawl's database and a poller on it, started
+    together and stopped by PID; ``wait``: until the first sample is served."""
+
+    def __init__(self, path: str, work: str, interval: float, wait: bool) -> None:
+        port_file = os.path.join(work, "status.port")
+        if os.path.exists(port_file):
+            os.remove(port_file)
+        self.log = open(os.path.join(work, "serve-status.log"), "w+")
+        self.polled = open(os.path.join(work, "poller.jsonl"), "w+")
+        self.server = subprocess.Popen([os.path.join(BIN, "frontera-linkrank"), "serve-status", path, "--port", "0",
+                                        "--port-file", port_file, "--interval", str(interval)],
+                                       stdout=self.log, stderr=subprocess.STDOUT)
+        self.poller = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--poll", port_file,
+                                        "--interval", str(interval)], stdout=self.polled)
+        while wait and not self.rows():
+            if self.server.poll() is not None:
+                self.stop()
+                with open(os.path.join(work, "serve-status.log")) as f:
+                    raise RuntimeError(f"serve-status did not start: {f.read()}")
+            time.sleep(0.05)
+
+    def rows(self) -> list[dict]:
+        self.polled.seek(0)
+        out = []
+        for line in self.polled:
+            try:
+                out.append(json.loads(line))
+            except ValueError:  # a line being written, or cut by SIGTERM
+                pass
+        return out
+
+    def stop(self) -> list[dict]:
+        """Stop both; the poller's answers."""
+        for proc in (self.poller, self.server):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        rows = self.rows()
+        self.log.close()
+        self.polled.close()
+        return rows
+
+
+# -- the crawl --------------------------------------------------------------------------------------------
+def crawl_pages(crawl, pages: int) -> dict:
+    """Crawl at least ``pages`` pages; crawled pages, seconds in the frontier's calls, wall seconds."""
+    c0, s0, w0 = crawl.crawled, crawl.core_s, time.perf_counter()
+    while crawl.crawled - c0 < pages:
+        t = time.perf_counter()
+        requests = crawl.take()
+        crawl.core_s += time.perf_counter() - t
+        if not requests:
+            raise RuntimeError("the frontier handed out no page")
+        crawl.report(requests)
+    return {"pages": crawl.crawled - c0, "core_s": crawl.core_s - s0, "wall_s": time.perf_counter() - w0}
+
+
+def build(core, crawl, known: int) -> int:
+    """Crawl until the frontier knows ``known`` pages (a database that already does is left as it is)."""
+    import numpy as np
+    from scale_web import fingerprint_hex
+
+    now = int(core.stats()["pages"])
+    if now == 0:
+        root = crawl.web.url(np.array([0]))[0]
+        core.add_seeds([crawl.request(root, meta={b"fingerprint": fingerprint_hex(root), b"scrapy_meta": {}})])
+    start, shown = time.perf_counter(), now
+    while now < known:
+        crawl_pages(crawl, max(crawl.batch, min(50_000, (known - now) // 5)))
+        now = int(core.stats()["pages"])
+        if now >= known or now - shown >= 1_000_000:
+            shown = now
+            print(f"  built {now:,} known pages, {crawl.crawled:,} crawled in {time.perf_counter() - start:,.0f} s",
+                  flush=True)
+    return now
+
+
+def answers(rows: list[dict]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for r in rows:
+        out.setdefault(r["endpoint"], []).append(r["s"] if "s" in r else float("inf"))
+    return out
+
+
+def sample_period(rows: list[dict]) -> float | None:
+    """Median seconds between the samples the poller saw."""
+    times = sorted({r["sampled"] for r in rows if "sampled" in r})
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    return statistics.median(gaps) if gaps else None
+
+
+def segment_line(i: int, kind: str, r: dict) -> str:
+    line = (f"  segment {i} {kind}: {r['pages']:,} pages, {r['core_s']:.1f} s in the frontier "
+            f"({r['rate']:,.0f} pages/s), wall {r['wall_s']:.1f} s ({r['rate_wall']:,.0f} pages/s), "
+            f"load {r['load']:.1f}")
+    if kind == "B":
+        times = [t for ts in answers(r["answers"]).values() for t in ts]
+        period = r["sample_period"]
+        started = r["startup_s"]
+        line += "; dashboard: " + (f"first sample served {started:.1f} s after start" if started is not None
+                                   else "not serving yet at the segment's end")
+        line += f", samples every {period:.1f} s" if period else ", no later sample during the segment"
+        line += f", {len(times)} answers, slowest {max(times):.3f} s" if times else ", no answer"
+    return line
+
+
+def crawl_mode(args) -> None:
+    from scale import Crawl, settings_of
+    from scale_web import BroadWeb
+
+    from frontera_linkrank.cli.serve_status import Sampler
+    from frontera_linkrank.core.frontier_core import FrontierCore
+
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, "
+          f"batch {args.batch}, settings: {', '.join(args.set) or 'defaults'}; {args.segments} + {args.segments} "
+          f"segments of {args.segment:,} crawled pages, dashboard interval {args.interval:g} s", flush=True)
+    work = args.dir or tempfile.mkdtemp(prefix="lr-dashboard-")
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, "db")
+    rows: list[dict] = []
+    try:
+        core = FrontierCore(settings_of(path, args.set))
+        try:
+            crawl = Crawl(core, BroadWeb(), path, [], args.batch)
+            known = build(core, crawl, args.known)
+            order = "".join("ABBA"[i % 4] for i in range(2 * args.segments))
+            for i, kind in enumerate(order, 1):
+                dash = Dashboard(path, work, args.interval, not args.open_in_segment) if kind == "B" else None
+                try:
+                    r = crawl_pages(crawl, args.segment)
+                finally:
+                    polled = dash.stop() if dash else []
+                r.update(kind=kind, rate=r["pages"] / r["core_s"], rate_wall=r["pages"] / r["wall_s"],
+                         load=os.getloadavg()[0])
+                if dash:
+                    startup = [p["startup_s"] for p in polled if "startup_s" in p]
+                    r.update(startup_s=startup[0] if startup else None, answers=[p for p in polled if "endpoint" in p],
+                             sample_period=sample_period(polled))
+                rows.append(r)
+                print(segment_line(i, kind, r), flush=True)
+            end_known = int(core.stats()["pages"])
+        finally:
+            core.close()
+        sampler = Sampler(path, None, "default", None, None, args.interval, 15)  # after close: one env a process
+        try:
+            t = time.perf_counter()
+            sampler.sample()
+            first = time.perf_counter() - t
+            sample = best(sampler.sample, 2)
+        finally:
+            sampler.stop()
+    finally:
+        if not args.dir and not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    report(rows, known, end_known, first, sample)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"known": known, "end_known": end_known, "first_sample_s": first, "sample_s": sample,
+                       "segments": rows}, f, indent=1)
+
+
+def report(rows: list[dict], known: int, end_known: int, first: float, sample: float) -> None:
+    nan = float("nan")
+    med = {k: {m: statistics.median(r[m] for r in rows if r["kind"] == k) for m in ("rate", "rate_wall")}
+           for k in "AB"}
+    ratio, ratio_wall = (med["B"][m] / med["A"][m] for m in ("rate", "rate_wall"))
+    by_endpoint: dict[str, list[float]] = {}
+    for r in rows:
+        for endpoint, ts in answers(r.get("answers", [])).items():
+            by_endpoint.setdefault(endpoint, []).extend(ts)
+    print("answer times (s), every B segment: endpoint, answers, median, max")
+    for endpoint in ENDPOINTS:
+        ts = by_endpoint.get(endpoint, [])
+        if ts:
+            print(f"  {endpoint:<14} {len(ts):>5} {statistics.median(ts):8.3f} {max(ts):8.3f}")
+    every = [t for ts in by_endpoint.values() for t in ts]
+    slowest = max(by_endpoint, key=lambda e: max(by_endpoint[e])) if every else "-"
+    startups = [r["startup_s"] for r in rows if r["kind"] == "B" and r["startup_s"] is not None]
+    periods = [r["sample_period"] for r in rows if r.get("sample_period")]
+    print(f"{known:,} to {end_known:,} known pages: crawl rate with the dashboard open / without "
+          f"{ratio:.3f} (median {med['B']['rate']:,.0f} / {med['A']['rate']:,.0f} pages/s in the frontier; wall "
+          f"{ratio_wall:.3f}); {len(every)} answers, median {statistics.median(every or [nan]):.3f} s, slowest "
+          f"{max(every, default=nan):.3f} s ({slowest}); first sample served {max(startups, default=nan):.1f} s after "
+          f"start (slowest); "
+          f"samples every {statistics.median(periods or [nan]):.1f} s (median); one sample "
+          f"{sample:.2f} s, with the queue order {first:.2f} s")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pages", type=int, default=1_000_000, help="one sample: pages of the generated database")
+    ap.add_argument("--links", type=int, default=10_000_000, help="one sample: links of the generated database")
+    ap.add_argument("--repeats", type=int, default=3, help="one sample: best of this many")
+    ap.add_argument("--crawl", action="store_true", help="a crawl with and without the dashboard open")
+    ap.add_argument("--known", type=int, default=10_000_000, help="--crawl: known pages before the segments")
+    ap.add_argument("--segment", type=int, default=50_000, help="--crawl: crawled pages per segment")
+    ap.add_argument("--segments", type=int, default=4, help="--crawl: segments without, and as many with")
+    ap.add_argument("--interval", type=float, default=5.0, help="--crawl: serve-status --interval and the polling")
+    ap.add_argument("--batch", type=int, default=512, help="--crawl: requests per next_requests")
+    ap.add_argument("--set", action="append", default=[], metavar="LINKRANK_NAME=VALUE",
+                    help="--crawl: a setting other than the default (repeat for several)")
+    ap.add_argument("--dir", help="--crawl: work in this directory (kept; its db is crawled on if it exists)")
+    ap.add_argument("--keep", action="store_true", help="--crawl: keep the temporary directory")
+    ap.add_argument("--json", metavar="FILE", help="--crawl: write every figure to FILE")
+    ap.add_argument("--open-in-segment", action="store_true",
+                    help="--crawl: open the dashboard as a B segment starts (its first sample read during it)")
+    ap.add_argument("--poll", metavar="PORT_FILE", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.poll:
+        poll(args.poll, args.interval)
+    elif args.crawl:
+        crawl_mode(args)
+    else:
+        one_sample(args)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,11 @@ URLs and, with ``--broker``, the shared frontier (what ``frontier-status``
 reads); the same as JSON (``/api/...``) and Prometheus text
 (``/metrics``). docs/dashboard.md describes it all.
 
-It only reads: one background thread reloads the read-only page database
-every ``--interval`` seconds (spending at most half the time reading);
-requests are answered from the last sample. GET and HEAD only. With a
+It only reads: one background thread reads the page database (opened
+read-only for the sample, closed after it) every ``--interval`` seconds,
+or less often when a sample takes longer than a tenth of that, and the
+process runs at a lower CPU priority: the crawl it watches shares the
+machine. Requests are answered from the last sample. GET and HEAD only. With a
 token (``--token`` or ``FRONTERA_LINKRANK_STATUS_TOKEN``) every request
 must carry it. Binds 127.0.0.1 unless ``--bind`` says otherwise.
 """
@@ -50,10 +52,17 @@ RATE_WINDOW = 60.0
 """Seconds of history the crawl rate is measured over."""
 ERROR_SAMPLE = 2000
 """Failed pages whose error message is read (the last discovered) per sample."""
+SAMPLE_SHARE = 0.1
+"""At most this share of the time goes to reading the crawl: when a sample
+takes longer than this share of ``--interval``, the next one waits longer.
+The crawl it watches shares the machine, and a viewer should not slow it."""
 QUEUE_SHARE = 0.1
 """At most this share of the time goes to rebuilding the queue order (the
 crawl policy's keys: on a large database the costliest part of a sample),
 which is otherwise read at every sample."""
+NICENESS = 10
+"""How much the process lowers its CPU priority (``os.nice``): the crawl
+comes first on a busy machine."""
 SECTIONS = ("progress", "order", "hosts", "errors", "shared", "history", "database")
 _REASON = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Timeout\w*|Refused|Lost|Failed|Done))\b")
 
@@ -178,7 +187,8 @@ def add_rate(p: dict[str, Any], history: collections.deque, now: float) -> None:
 class Sampler:
     """Reads the crawl every ``interval`` seconds in one background thread
     and keeps the last sample and a history of the progress figures. The
-    page database is opened read-only once and reloaded at each sample."""
+    page database is opened read-only for each sample and closed after it
+    (opened at once, so that a path that is not one fails at start)."""
 
     def __init__(self, path: str | None, broker: str | None, crawl: str, secret: str | None,
                  max_pages: int | None, interval: float, top: int) -> None:  # fmt: skip
@@ -190,19 +200,22 @@ class Sampler:
         self._queue: dict[str, Any] | None = None
         self._queue_due = 0.0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="serve-status sampler", daemon=True)
+        self._thread: threading.Thread | None = None
 
     def sample(self) -> dict[str, Any]:
         """Read the crawl now; returns the new document (also kept as :attr:`doc`)."""
         now = time.time()
         doc: dict[str, Any] = {"time": now, "interval": self.interval, "path": self.path,
                                "crawl": self.crawl if self.broker else None, "problems": []}  # fmt: skip
-        if self.db is not None:
+        if self.path:
             try:
-                self.db.reload()
+                if self.db is None:
+                    self.db = open_db(self.path)
                 doc["database"] = database_view(self.db, self.top, self._queue_view())
             except Exception as e:  # noqa: BLE001 - shown on the page; the next sample tries again
                 doc["problems"].append(f"page database: {e}")
+            finally:
+                self._close_db()
         if self.broker:
             from .frontier_status import status
 
@@ -220,6 +233,14 @@ class Sampler:
         self.doc = _finite(doc)
         return self.doc
 
+    def _close_db(self) -> None:
+        """Close the page database until the next sample: a read snapshot
+        held between samples (minutes, on a large crawl) would keep the
+        crawl's writer from reusing the pages it frees, and its file grows."""
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
     def _queue_view(self) -> dict[str, Any]:
         start = time.monotonic()
         if self._queue is None or start >= self._queue_due:
@@ -228,25 +249,29 @@ class Sampler:
             self._queue_due = start + (time.monotonic() - start) / QUEUE_SHARE
         return self._queue
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            start = time.monotonic()
-            self.sample()
-            took = time.monotonic() - start
-            self._stop.wait(max(self.interval, 2 * took) - took)
+    def _timed_sample(self) -> float:
+        """Sample; the seconds to wait before the next one."""
+        start = time.monotonic()
+        self.sample()
+        took = time.monotonic() - start
+        return max(self.interval, took / SAMPLE_SHARE) - took
+
+    def _run(self, pause: float) -> None:
+        while not self._stop.wait(pause):
+            pause = self._timed_sample()
 
     def start(self) -> None:
         """Take the first sample now, then sample in the background."""
-        self.sample()
+        self._thread = threading.Thread(target=self._run, args=(self._timed_sample(),),
+                                        name="serve-status sampler", daemon=True)  # fmt: skip
         self._thread.start()
 
     def stop(self) -> None:
         """Stop sampling and close the database."""
         self._stop.set()
-        if self._thread.is_alive():
+        if self._thread is not None:
             self._thread.join()
-        if self.db is not None:
-            self.db.close()
+        self._close_db()
 
 
 _PARTS = {"order": ("policy", "queued", "queued_time"), "hosts": ("hosts_by_waiting", "hosts_by_fetches"),
@@ -480,6 +505,10 @@ def main(argv: Argv, prog: str) -> None:
             threading.Thread(target=httpd.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, shutdown)
+    try:
+        os.nice(NICENESS)
+    except OSError:  # not allowed here: the duty cycle alone keeps the reads in check
+        pass
     if args.timeout:
         timer = threading.Timer(args.timeout, shutdown)
         timer.daemon = True
