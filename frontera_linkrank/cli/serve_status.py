@@ -514,6 +514,9 @@ def main(argv: Argv, prog: str) -> None:
         timer.daemon = True
         timer.start()
     try:
+        # The first sample is read before serving (the page then has figures):
+        # on a crawl of millions of pages that takes a while, so say so.
+        print(f"reading the first sample of {args.path or args.crawl}...", file=sys.stderr, flush=True)
         sampler.start()
         port = httpd.server_address[1]
         if args.port_file:
