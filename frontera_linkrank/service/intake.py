@@ -81,25 +81,21 @@ class Intake:
         Whether ``spider`` holds the open lease of ``page``.
     key : bytes or None
         The crawl's sealing key (``LINKRANK_SECRET``).
-    foreign : callable(page) or None
-        Told of an open lease whose report was refused as foreign (the
-        service publishes it again if its feed entry was consumed).
     """
 
     def __init__(self, core: FrontierCore, book: LeaseBook, transport: Transport,
-                 may_report: Callable[[str, int], bool], key: bytes | None = None,
-                 foreign: Callable[[int], None] | None = None) -> None:  # fmt: skip
+                 may_report: Callable[[str, int], bool], key: bytes | None = None) -> None:
         self.core = core
         self.book = book
         self.t = transport
         self.may_report = may_report
-        self.foreign = foreign
         self.key = key
         self.scheme = key_scheme(core.db.meta_section(SECTION))  # how the database keys its pages
         self.counters: Counter = Counter()
         self.progress: dict[str, int] = {}  # spider -> report items received (applied or not)
         self.fetched: Counter = Counter()  # spider -> reports applied
         self.applied: list[int] = []  # pages whose report was applied (the service counts them per partition)
+        self.foreign: set[int] = set()  # pages whose open lease was reported as foreign (the service checks them)
         self._traced = False
         self._refused: list[str] = []  # reasons in the entry being applied
 
@@ -189,8 +185,7 @@ class Intake:
         page = self.core.db.find(binascii.unhexlify(item["f"]))
         if page is not None and page in self.book.open and not self.may_report(spider, page):
             self._refuse("foreign_reports", f"spider {spider!r} reported a lease it does not hold")
-            if self.foreign is not None:
-                self.foreign(page)
+            self.foreign.add(page)
             return
         if not self.book.close(page, item["l"]):
             self.counters["duplicate_reports"] += 1

@@ -40,7 +40,7 @@ from redis.retry import Retry
 
 from . import codec
 from .redis_scripts import PUBLISH, RELEASE, TICK
-from .transport import FeedItem, Transport
+from .transport import FeedItem, Transport, offset_key
 
 FEED_GROUP = b"spiders"
 LOG_GROUP = b"frontier"
@@ -243,9 +243,8 @@ class RedisTransport(Transport):
             delivered = next((g["last-delivered-id"] for g in groups if g["name"] == FEED_GROUP), None)
             if delivered is None:
                 continue
-            ms, _, n = (delivered.decode() if isinstance(delivered, bytes) else str(delivered)).partition("-")
             for seq in seqs:
-                if (seq, 1) > (int(ms), int(n or 0)):
+                if (seq, 1) > offset_key(delivered):
                     continue  # not read yet
                 if not self.r.xpending_range(key, FEED_GROUP, min=f"{seq}-1", max=f"{seq}-1", count=1):
                     out.add((p, seq))

@@ -87,7 +87,7 @@ class FrontierService:
         self.key = getattr(transport, "key", None)
         self.book = LeaseBook(core.db, partitions)
         self.owner = Ownership(transport, self.book, core.settings.PATH, crawl, broker)
-        self.intake = Intake(core, self.book, transport, self._may_report, self.key, self._foreign_report)
+        self.intake = Intake(core, self.book, transport, self._may_report, self.key)
         self.counters: Counter = self.intake.counters
         self.host_cap = core.settings.MAX_REQUESTS_PER_HOST or 16
         self.fault = os.environ.get(FAULT_ENV)
@@ -95,7 +95,6 @@ class FrontierService:
         self._issued: list[Lease] = []
         self._issued_requests: list = []  # committed this round, published after the log's acknowledgement
         self._reissue: list[Lease] = []  # leases whose entry could not be placed: published again
-        self._foreign: set[int] = set()  # pages whose open lease a spider that does not hold it reported
         self._unacked: list[str] = []
         core.on_leased = self._leased
         self.spiders = Spiders(transport, partitions, self.counters)
@@ -293,24 +292,17 @@ class FrontierService:
     def _may_report(self, spider: str, page: int) -> bool:
         return self.spiders.may_report(spider, page, self.book.open.get(page))
 
-    def _foreign_report(self, page: int) -> None:
-        """A spider that does not hold the open lease of ``page`` reported it
-        (its view of the partitions or its heartbeat was changed by another
-        writer, say): checked at the end of the round."""
-        self._foreign.add(page)
-
     def _reissue_consumed(self) -> None:
-        """Leases reported by spiders that do not hold them, whose feed entry
-        a spider has read and acknowledged: no spider will read that entry
-        again, so the lease is published again under a new sequence now
-        rather than at its expiry. An entry still unread or pending is left
-        to its reader (so reports alone cannot grow the feed)."""
-        leases = [self.book.open[p] for p in self._foreign if p in self.book.open]
-        if not leases:
-            self._foreign = set()
-            return
-        gone = self.t.consumed([(x.partition, x.seq) for x in leases])
-        self._foreign = set()
+        """Leases reported this round by processes that do not hold them
+        (a spider whose view of the partitions or whose heartbeat another
+        writer changed, say), whose feed entry a spider has read and
+        acknowledged: no spider will read that entry again, so the lease is
+        published again under a new sequence now rather than at its expiry.
+        An entry still unread or pending is left to its reader (so reports
+        alone cannot grow the feed)."""
+        leases = [self.book.open[p] for p in self.intake.foreign if p in self.book.open]
+        gone = self.t.consumed([(x.partition, x.seq) for x in leases]) if leases else set()
+        self.intake.foreign.clear()
         for x in leases:
             if (x.partition, x.seq) in gone:
                 moved = self.book.resequence(x.page)
