@@ -177,9 +177,7 @@ def crawl_pages(crawl, pages: int) -> dict:
     """Crawl at least ``pages`` pages; crawled pages, seconds in the frontier's calls, wall seconds."""
     c0, s0, w0 = crawl.crawled, crawl.core_s, time.perf_counter()
     while crawl.crawled - c0 < pages:
-        t = time.perf_counter()
-        requests = crawl.take()
-        crawl.core_s += time.perf_counter() - t
+        requests = crawl.timed_take()
         if not requests:
             raise RuntimeError("the frontier handed out no page")
         crawl.report(requests)
@@ -188,13 +186,9 @@ def crawl_pages(crawl, pages: int) -> dict:
 
 def build(core, crawl, known: int) -> int:
     """Crawl until the frontier knows ``known`` pages (a database that already does is left as it is)."""
-    import numpy as np
-    from scale_web import fingerprint_hex
-
     now = int(core.stats()["pages"])
     if now == 0:
-        root = crawl.web.url(np.array([0]))[0]
-        core.add_seeds([crawl.request(root, meta={b"fingerprint": fingerprint_hex(root), b"scrapy_meta": {}})])
+        crawl.seed()
     start, shown = time.perf_counter(), now
     while now < known:
         crawl_pages(crawl, max(crawl.batch, min(50_000, (known - now) // 5)))

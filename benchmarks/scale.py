@@ -116,18 +116,26 @@ class Crawl:
     def known(self) -> int:
         return 1 + 5 * self.crawled  # every page has 5 new pages (checked against the core's count)
 
+    def seed(self) -> None:
+        """Give the frontier the web's first page (timed)."""
+        t = time.perf_counter()
+        root = self.web.url(np.array([0]))[0]
+        self.core.add_seeds([self.request(root, meta={b"fingerprint": fingerprint_hex(root), b"scrapy_meta": {}})])
+        self.core_s += time.perf_counter() - t
+
+    def timed_take(self) -> list:
+        """The next batch, its time counted in the frontier's."""
+        t = time.perf_counter()
+        requests = self.take()
+        self.core_s += time.perf_counter() - t
+        return requests
+
     def run(self) -> None:
-        core = self.core
-        if core is not None:
-            t = time.perf_counter()
-            root = self.web.url(np.array([0]))[0]
-            core.add_seeds([self.request(root, meta={b"fingerprint": fingerprint_hex(root), b"scrapy_meta": {}})])
-            self.core_s += time.perf_counter() - t
+        if self.core is not None:
+            self.seed()
         with StopOnInterrupt() as interrupted:
             while self.points and not interrupted():
-                t = time.perf_counter()
-                requests = self.take()
-                self.core_s += time.perf_counter() - t
+                requests = self.timed_take()
                 self.peak_anon = max(self.peak_anon, memory()["anon"])
                 while self.points and self.known() >= self.points[0]:
                     self.checkpoint(self.points.pop(0))
