@@ -1,36 +1,32 @@
-"""What ``serve-status`` costs, in two modes.
+"""What a crawl pays for its dashboard (``serve-status``).
 
-One sample: the dashboard's reader thread (reload the last commit, the
-stats, hosts, errors) beside what ``page_db_stats`` computes on the same
-database, in the same run; and the queue order (``top --queued``: the
-crawl policy's keys rebuilt), which the dashboard rebuilds less often
-(QUEUE_SHARE). The database is benchmarks/rank.py's generated one
-(power-law graph, 80% of links within a host), built once under
-benchmarks/out/. Prints the best of ``--repeats`` samples and the ratio to
-``stats``.
+benchmarks/scale.py's crawl loop (FrontierCore, default settings, on the
+synthetic broad web) runs until the frontier knows ``--known`` pages,
+then goes on in segments of ``--segment`` crawled pages, alternately
+without (A) and with (B) the dashboard open, in the order ABBA ABBA...
+(``--segments`` of each), so that a drift of the crawl's speed or of the
+machine's load weighs on both alike. For a B segment a
+``frontera-linkrank serve-status`` process is started on the crawl's
+database and waited for until it serves its first sample (that wait is
+timed and not counted in the crawl's time); a poller process then opens
+the page and, every ``--interval`` seconds as the page does, requests
+``/api/status`` (what the page reads) and every other endpoint, timing
+each answer; after the segment both are stopped. A segment's rate is its
+crawled pages over the time spent in the frontier's calls (as scale.py
+counts it), wall time beside it.
 
-    python benchmarks/dashboard.py [--pages 1000000] [--links 10000000] [--repeats 3]
+Two costs are measured apart from the rates, which vary between segments
+of one kind by more than what is measured: the CPU time of the
+``serve-status`` process (``/proc``) over each B segment, against the
+crawl's; and the frontier's own status passes (``LINKRANK_STATUS_INTERVAL``:
+what the dashboard reads), kept in A and B alike, as a share of the time
+in the frontier's calls. Prints every segment, the medians of A and B and
+their ratio, the answer times, and the time of one sample read in this
+process after the segments.
 
-A crawl with the dashboard open (``--crawl``): benchmarks/scale.py's crawl
-loop (FrontierCore, default settings, on the synthetic broad web) runs
-until the frontier knows ``--known`` pages, then goes on in segments of
-``--segment`` crawled pages, alternately without (A) and with (B) the
-dashboard open, in the order ABBA ABBA... (``--segments`` of each), so that
-a drift of the crawl's speed or of the machine's load weighs on both alike.
-For a B segment a ``frontera-linkrank serve-status`` process is started on
-the crawl's database and waited for until it serves its first sample (that
-wait is timed and not counted in the crawl's time); a poller process then
-opens the page and, every ``--interval`` seconds as the page does,
-requests ``/api/status`` (what the page reads) and every other endpoint,
-timing each answer; after the segment both are stopped. A segment's rate
-is its crawled pages over the time spent in the frontier's calls (as
-scale.py counts it), wall time beside it. Prints every segment, the
-medians of A and B and their ratio, the answer times, and the time of one
-sample read in this process after the segments.
-
-    python benchmarks/dashboard.py --crawl                  # 10M known pages, 4 + 4 segments
-    python benchmarks/dashboard.py --crawl --known 200000 --segments 2 --segment 5000
-    python benchmarks/dashboard.py --crawl --dir DIR        # DIR/db is kept, and an existing one crawled on
+    python benchmarks/dashboard.py                          # 10M known pages, 4 + 4 segments
+    python benchmarks/dashboard.py --known 200000 --segments 2 --segment 5000
+    python benchmarks/dashboard.py --dir DIR                # DIR/db is kept, and an existing one crawled on
 """
 
 from __future__ import annotations
@@ -54,40 +50,6 @@ BIN = os.path.dirname(sys.executable)
 ENDPOINTS = ("/api/status", "/", "/api/progress", "/api/order", "/api/hosts", "/api/errors", "/api/database",
              "/api/shared", "/api/history", "/metrics")
 """What the poller requests at each poll: first what the page reads, then everything else."""
-
-
-def best(step, repeats):
-    out = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        step()
-        out = min(out, time.perf_counter() - t)
-    return out
-
-
-def one_sample(args) -> None:
-    import rank
-
-    from frontera_linkrank.cli.serve_status import QUEUE_SHARE, Sampler, queue_view
-    from frontera_linkrank.cli.stats import summary
-
-    path = os.path.join(rank.OUT, f"rank-{args.pages}-{args.links}")
-    rank.build(path, lambda: rank.power_law_graph(args.pages, args.links))
-    sampler = Sampler(path, None, "default", None, None, 5.0, 15)
-    db = sampler.db  # one environment per process: the baseline reads the one the first sample then closes
-    assert db is not None
-    try:
-        reload = best(db.reload, args.repeats)
-        stats = best(lambda: (db.reload(), summary(db, 15)), args.repeats)
-        queue = best(lambda: queue_view(db, 15), args.repeats)
-        n = db.n_pages
-        sampler.sample()  # the first builds the queue order: the next ones reuse it
-        sample = best(sampler.sample, args.repeats)  # each opens the database, reads it and closes it
-    finally:
-        sampler.stop()
-    print(f"{n:,} pages, {args.links:,} links: reload {reload:.2f} s, stats {stats:.2f} s, "
-          f"dashboard sample {sample:.2f} s ({sample / stats:.1f}x stats); queue order {queue:.2f} s "
-          f"({queue / stats:.1f}x stats), rebuilt every {queue / QUEUE_SHARE:.0f} s at most")
 
 
 # -- an open browser tab, in its own process ------------------------------------------------------------
@@ -156,6 +118,12 @@ class Dashboard:
                 pass
         return out
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) of the serve-status process so far."""
+        with open(f"/proc/{self.server.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> list[dict]:
         """Stop both; the poller's answers."""
         for proc in (self.poller, self.server):
@@ -174,14 +142,18 @@ class Dashboard:
 
 # -- the crawl --------------------------------------------------------------------------------------------
 def crawl_pages(crawl, pages: int) -> dict:
-    """Crawl at least ``pages`` pages; crawled pages, seconds in the frontier's calls, wall seconds."""
-    c0, s0, w0 = crawl.crawled, crawl.core_s, time.perf_counter()
+    """Crawl at least ``pages`` pages; crawled pages, seconds in the frontier's calls, wall seconds,
+    CPU seconds of this process, and seconds of the frontier's status passes."""
+    status = crawl.core.status.doc
+    c0, s0, w0, p0 = crawl.crawled, crawl.core_s, time.perf_counter(), status.get("pass_seconds_total", 0.0)
+    cpu0 = time.process_time()
     while crawl.crawled - c0 < pages:
         requests = crawl.timed_take()
         if not requests:
             raise RuntimeError("the frontier handed out no page")
         crawl.report(requests)
-    return {"pages": crawl.crawled - c0, "core_s": crawl.core_s - s0, "wall_s": time.perf_counter() - w0}
+    return {"pages": crawl.crawled - c0, "core_s": crawl.core_s - s0, "wall_s": time.perf_counter() - w0,
+            "cpu_s": time.process_time() - cpu0, "status_s": status.get("pass_seconds_total", 0.0) - p0}
 
 
 def build(core, crawl, known: int) -> int:
@@ -217,7 +189,9 @@ def sample_period(rows: list[dict]) -> float | None:
 def segment_line(i: int, kind: str, r: dict) -> str:
     line = (f"  segment {i} {kind}: {r['pages']:,} pages, {r['core_s']:.1f} s in the frontier "
             f"({r['rate']:,.0f} pages/s), wall {r['wall_s']:.1f} s ({r['rate_wall']:,.0f} pages/s), "
-            f"load {r['load']:.1f}")
+            f"load {r['load']:.1f}; status passes {r['status_s']:.2f} s")
+    if kind == "B":
+        line += f"; serve-status CPU {r['dashboard_cpu_s']:.2f} s (crawl CPU {r['cpu_s']:.1f} s)"
     if kind == "B":
         times = [t for ts in answers(r["answers"]).values() for t in ts]
         period = r["sample_period"]
@@ -251,8 +225,10 @@ def crawl_mode(args) -> None:
             order = "".join("ABBA"[i % 4] for i in range(2 * args.segments))
             for i, kind in enumerate(order, 1):
                 dash = Dashboard(path, work, args.interval, not args.open_in_segment) if kind == "B" else None
+                dash_cpu = dash.cpu_seconds() if dash else 0.0
                 try:
                     r = crawl_pages(crawl, args.segment)
+                    r["dashboard_cpu_s"] = dash.cpu_seconds() - dash_cpu if dash else 0.0
                 finally:
                     polled = dash.stop() if dash else []
                 r.update(kind=kind, rate=r["pages"] / r["core_s"], rate_wall=r["pages"] / r["wall_s"],
@@ -271,7 +247,9 @@ def crawl_mode(args) -> None:
             t = time.perf_counter()
             sampler.sample()
             first = time.perf_counter() - t
-            sample = best(sampler.sample, 2)
+            t = time.perf_counter()
+            sampler.sample()
+            sample = time.perf_counter() - t
         finally:
             sampler.stop()
     finally:
@@ -308,35 +286,36 @@ def report(rows: list[dict], known: int, end_known: int, first: float, sample: f
           f"{max(every, default=nan):.3f} s ({slowest}); first sample served {max(startups, default=nan):.1f} s after "
           f"start (slowest); "
           f"samples every {statistics.median(periods or [nan]):.1f} s (median); one sample "
-          f"{sample:.2f} s, with the queue order {first:.2f} s")
+          f"{sample:.4f} s (the first {first:.4f} s)")
+    b = [r for r in rows if r["kind"] == "B"]
+    status_share = sum(r["status_s"] for r in rows) / sum(r["core_s"] for r in rows)
+    dash_share = sum(r["dashboard_cpu_s"] for r in b) / sum(r["cpu_s"] for r in b)
+    print(f"costs apart from the rates: the frontier's status passes {status_share:.2%} of its time "
+          f"({sum(r['status_s'] for r in rows):.2f} s of {sum(r['core_s'] for r in rows):.1f} s); serve-status CPU "
+          f"{dash_share:.2%} of the crawl's CPU over the B segments ({sum(r['dashboard_cpu_s'] for r in b):.2f} s "
+          f"of {sum(r['cpu_s'] for r in b):.1f} s)")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pages", type=int, default=1_000_000, help="one sample: pages of the generated database")
-    ap.add_argument("--links", type=int, default=10_000_000, help="one sample: links of the generated database")
-    ap.add_argument("--repeats", type=int, default=3, help="one sample: best of this many")
-    ap.add_argument("--crawl", action="store_true", help="a crawl with and without the dashboard open")
-    ap.add_argument("--known", type=int, default=10_000_000, help="--crawl: known pages before the segments")
-    ap.add_argument("--segment", type=int, default=50_000, help="--crawl: crawled pages per segment")
-    ap.add_argument("--segments", type=int, default=4, help="--crawl: segments without, and as many with")
-    ap.add_argument("--interval", type=float, default=5.0, help="--crawl: serve-status --interval and the polling")
-    ap.add_argument("--batch", type=int, default=512, help="--crawl: requests per next_requests")
+    ap.add_argument("--known", type=int, default=10_000_000, help="known pages before the segments")
+    ap.add_argument("--segment", type=int, default=50_000, help="crawled pages per segment")
+    ap.add_argument("--segments", type=int, default=4, help="segments without, and as many with")
+    ap.add_argument("--interval", type=float, default=5.0, help="serve-status --interval and the polling")
+    ap.add_argument("--batch", type=int, default=512, help="requests per next_requests")
     ap.add_argument("--set", action="append", default=[], metavar="LINKRANK_NAME=VALUE",
-                    help="--crawl: a setting other than the default (repeat for several)")
-    ap.add_argument("--dir", help="--crawl: work in this directory (kept; its db is crawled on if it exists)")
-    ap.add_argument("--keep", action="store_true", help="--crawl: keep the temporary directory")
-    ap.add_argument("--json", metavar="FILE", help="--crawl: write every figure to FILE")
+                    help="a setting other than the default (repeat for several)")
+    ap.add_argument("--dir", help="work in this directory (kept; its db is crawled on if it exists)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--json", metavar="FILE", help="write every figure to FILE")
     ap.add_argument("--open-in-segment", action="store_true",
-                    help="--crawl: open the dashboard as a B segment starts (its first sample read during it)")
+                    help="open the dashboard as a B segment starts (its first sample read during it)")
     ap.add_argument("--poll", metavar="PORT_FILE", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.poll:
         poll(args.poll, args.interval)
-    elif args.crawl:
-        crawl_mode(args)
     else:
-        one_sample(args)
+        crawl_mode(args)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..scheduling.policies import POLICIES, PolicyContext, host_class
+from ..scheduling.policies import POLICIES, PolicyContext, queue_keys
 from ..scheduling.priority import Priorities
 from ..scoring.ranker import RankScores, load_stored
 from ..settings import LinkRankSettings
@@ -43,12 +43,7 @@ def policy_keys(db: PageDB, policy: str | None = None) -> tuple[str, np.ndarray]
     ranks = RankScores(load_stored(db))
     built = POLICIES[name](PolicyContext(v, aopic, ranks, settings, db))
     idx = np.arange(n)
-    keys = np.asarray(built.keys(idx), np.float64) if n else np.zeros(0)
-    if n and built.cash_keys and aopic.A:
-        cls = host_class(built, aopic)
-        hosts = v.host[:n].astype(np.int64)
-        first = np.array([cls(h) == 0 for h in range(int(hosts.max()) + 1)])
-        keys = keys + np.where(first[hosts], aopic.A, 0.0)
+    keys = queue_keys(built, aopic, v.host[:n].astype(np.int64), idx, len(db.host_names)) if n else np.zeros(0)
     return name, keys
 
 

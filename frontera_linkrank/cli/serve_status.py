@@ -5,18 +5,18 @@
 
 Serves one page on http://127.0.0.1:PORT/ that updates itself: progress,
 rate and ETA, the share of the estimated PageRank fetched, the next pages
-handed out (as ``top --queued``), top pages, hosts, errors and rejected
-URLs and, with ``--broker``, the shared frontier (what ``frontier-status``
-reads); the same as JSON (``/api/...``) and Prometheus text
-(``/metrics``). docs/dashboard.md describes it all.
+in the queue, top pages, hosts, errors and rejected URLs and, with
+``--broker``, the shared frontier (what ``frontier-status`` reads); the
+same as JSON (``/api/...``) and Prometheus text (``/metrics``).
+docs/dashboard.md describes it all.
 
-It only reads: one background thread reads the page database (opened
-read-only for the sample, closed after it) every ``--interval`` seconds,
-or less often when a sample takes longer than a tenth of that, and the
-process runs at a lower CPU priority: the crawl it watches shares the
-machine. Requests are answered from the last sample. GET and HEAD only. With a
-token (``--token`` or ``FRONTERA_LINKRANK_STATUS_TOKEN``) every request
-must carry it. Binds 127.0.0.1 unless ``--bind`` says otherwise.
+It only reads, and reads little: of a page database, the status its
+frontier keeps in the metadata (every ``LINKRANK_STATUS_INTERVAL``
+seconds of the crawl), the counters and the stored rankings' records,
+every ``--interval`` seconds; never a page's record. Requests are
+answered from the last sample. GET and HEAD only. With a token
+(``--token`` or ``FRONTERA_LINKRANK_STATUS_TOKEN``) every request must
+carry it. Binds 127.0.0.1 unless ``--bind`` says otherwise.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import ipaddress
 import json
 import math
 import os
-import re
 import signal
 import socket
 import sys
@@ -41,9 +40,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
-from ..storage.pagedb import PageDB
-from ..storage.vertices import ERROR, LEASED, UNFETCHED
-from .common import Argv, ToolError, books, open_db, tool
+from ..core.status import ranking_stamp
+from ..numeric import top_k
+from ..storage.errors import PageDBError
+from ..storage.viewer import read_metadata
+from .common import Argv, ToolError, open_db, scores, tool
 from .status_metrics import metrics
 
 DEFAULT_PORT = 6790
@@ -51,21 +52,14 @@ HISTORY = 720
 """Samples kept for the charts (an hour at the default interval)."""
 RATE_WINDOW = 60.0
 """Seconds of history the crawl rate is measured over."""
-ERROR_SAMPLE = 2000
-"""Failed pages whose error message is read (the last discovered) per sample."""
 SAMPLE_SHARE = 0.1
-"""At most this share of the time goes to reading the crawl: when a sample
-takes longer than this share of ``--interval``, the next one waits longer.
-The crawl it watches shares the machine, and a viewer should not slow it."""
-QUEUE_SHARE = 0.1
-"""At most this share of the time goes to rebuilding the queue order (the
-crawl policy's keys: on a large database the costliest part of a sample),
-which is otherwise read at every sample."""
+"""At most this share of the time goes to reading the crawl (a ranking
+vector stored by another tool is read once): when a sample takes longer
+than this share of ``--interval``, the next one waits longer."""
 NICENESS = 10
 """How much the process lowers its CPU priority (``os.nice``): the crawl
 comes first on a busy machine."""
 SECTIONS = ("progress", "order", "hosts", "errors", "shared", "history", "database")
-_REASON = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Timeout\w*|Refused|Lost|Failed|Done))\b")
 
 
 # -- what a sample reads ----------------------------------------------------
@@ -84,69 +78,58 @@ def _finite(x: Any) -> Any:
     return x
 
 
-def error_reason(message: str | None) -> str:
-    """A fetch error message reduced to its kind: the exception's name when
-    it names one, else its first line (at most 80 characters).
-
-    >>> error_reason("[<twisted.python.failure.Failure twisted.internet.error.DNSLookupError: no such host>]")
-    'DNSLookupError'
-    >>> error_reason("robots.txt forbids it\\nmore")
-    'robots.txt forbids it'
-    """
-    if not message:
-        return "unknown"
-    m = _REASON.search(message)
-    return m.group(1) if m else message.strip().splitlines()[0][:80] if message.strip() else "unknown"
-
-
-def queue_view(db: PageDB, top: int) -> dict[str, Any]:
-    """The next ``top`` pages handed out (``top --queued``), with when they were read."""
-    from .queued import queued_pages
-
-    policy, queue = queued_pages(db, top)
-    return {"policy": policy, "queued": [{"url": u, "priority": p, "key": k} for u, p, k in queue],
-            "queued_time": time.time()}  # fmt: skip
+def top_pages(path: str, infos: dict[str, dict[str, Any]], status: dict[str, Any], top: int,
+              cache: dict[str, tuple[list[Any], list[dict[str, Any]]]]) -> dict[str, list[dict[str, Any]]]:
+    """The top pages of each stored ranking vector: the frontier's list when
+    it is of the stored vector, else read from the vector (a ranking stored
+    by another tool, ``rank``), once per vector."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    kept, of = status.get("top_pages") or {}, status.get("top_pages_of") or {}
+    for name, info in infos.items():
+        stamp = ranking_stamp(info)
+        if name in kept and of.get(name) == stamp and len(kept[name]) >= min(top, info.get("n_pages", 0)):
+            out[name] = kept[name][:top]
+            continue
+        if name not in cache or cache[name][0] != stamp:
+            with open_db(path) as db:
+                values = scores(db, name)
+                best = top_k(np.where(np.isnan(values), -np.inf, values), top)
+                urls = db.urls(best)
+            cache[name] = (stamp, [{"index": int(i), "url": u, name: float(values[i])} for i, u in zip(best, urls)])
+        out[name] = cache[name][1][:top]
+    return out
 
 
-def database_view(db: PageDB, top: int, queue: dict[str, Any]) -> dict[str, Any]:
-    """What the dashboard shows of a page database (reloaded by the caller),
-    with ``queue`` from :func:`queue_view`."""
-    from .stats import summary
+def _counted(counters: dict[str, int], prefix: str) -> dict[str, int]:
+    """The counters named ``prefix...``, without it, largest first."""
+    rows = [(k[len(prefix):], v) for k, v in counters.items() if k.startswith(prefix)]
+    return dict(sorted(rows, key=lambda kv: (-kv[1], kv[0])))
 
-    s = summary(db, top)  # exactly page_db_stats' figures
-    v, n = db.vertices, db.n_pages
-    state = v.state[:n]
-    fetched = v.n_crawls[:n] > 0
-    importance = books(db).importance()
-    total = float(importance.sum())
-    hosts = v.host[:n].astype(np.int64)
-    n_hosts = len(db.host_names)
-    waiting = np.bincount(hosts[state == UNFETCHED], minlength=n_hosts)
-    leased = np.bincount(hosts[state == LEASED], minlength=n_hosts)
-    fetches = np.bincount(hosts, weights=v.n_crawls[:n], minlength=n_hosts).astype(np.int64)
 
-    def host_rows(counts: np.ndarray) -> list[dict[str, Any]]:
-        best = np.argsort(-counts, kind="stable")[:top]
-        return [{"host": db.host_names[h], "waiting": int(waiting[h]), "in_flight": int(leased[h]),
-                 "fetches": int(fetches[h])} for h in best if counts[h] > 0]  # fmt: skip
-
-    status = v.status[:n]
-    codes, counts = np.unique(status[status >= 400], return_counts=True)
-    failed = np.flatnonzero(state == ERROR)[-ERROR_SAMPLE:]
-    with db.snapshot() as txn:
-        reasons = collections.Counter(error_reason(db.error_message(int(i), txn)) for i in failed)
-    counters = s["counters"]
+def database_view(path: str, top: int, cache: dict[str, Any]) -> dict[str, Any]:
+    """What the dashboard shows of the page database at ``path``: the status
+    its frontier keeps (``LINKRANK_STATUS_INTERVAL``), the counters and the
+    stored rankings' records. Only the metadata is read, never a page."""
+    doc, infos = read_metadata(path)
+    st = doc.get("status")
+    if not isinstance(st, dict) or "pages_by_state" not in st:
+        st = {}
+    counters = doc.get("counters") or {}
+    summary = {
+        "path": path, "pages": int(doc.get("n_pages", 0)), "pages_by_state": st.get("pages_by_state"),
+        "seeds": st.get("seeds"), "links": st.get("links"), "hosts": st.get("hosts"), "cash": st.get("cash"),
+        "counters": counters, "ranking": infos, "top_pages": top_pages(path, infos, st, top, cache) if st else {},
+    }  # fmt: skip
     return {
-        "summary": s,
-        "fetched_importance": float(importance[fetched].sum()) / total if total > 0 else None,
-        **queue,
-        "hosts_by_waiting": host_rows(waiting),
-        "hosts_by_fetches": host_rows(fetches),
-        "by_status": {str(int(c)): int(k) for c, k in zip(codes, counts)},
-        "by_reason": dict(reasons.most_common(top)),
-        "reasons_read": len(failed),
-        "rejected": {k[len("rejected_"):]: v for k, v in sorted(counters.items()) if k.startswith("rejected_")},
-    }
+        "summary": summary,
+        "status_time": st.get("time"), "committed": st.get("committed"), "pass_seconds": st.get("pass_seconds"),
+        "fetched_pagerank": st.get("fetched_pagerank"),
+        "policy": st.get("policy"), "queued": (st.get("queued") or [])[:top], "queued_time": st.get("time"),
+        "hosts_by_waiting": (st.get("hosts_by_waiting") or [])[:top],
+        "hosts_by_fetched": (st.get("hosts_by_fetched") or [])[:top],
+        "by_status": _counted(counters, "http_"), "by_reason": _counted(counters, "failed_"),
+        "rejected": dict(sorted(_counted(counters, "rejected_").items())),
+    }  # fmt: skip
 
 
 def progress(doc: dict[str, Any], max_pages: int | None) -> dict[str, Any]:
@@ -156,26 +139,29 @@ def progress(doc: dict[str, Any], max_pages: int | None) -> dict[str, Any]:
     stats = (shared or {}).get("stats") or {}
     if db is not None:
         s = db["summary"]
-        by = s["pages_by_state"]
-        out = {"known": s["pages"], "crawled": by["crawled"], "queued": by["unfetched"], "in_flight": by["leased"],
-               "errors": by["error"], "fetch_errors": s["counters"].get("fetch_errors", 0),
-               "fetched_importance": db["fetched_importance"]}  # fmt: skip
+        by = s["pages_by_state"] or {}
+        out = {"known": s["pages"], "crawled": by.get("crawled"), "queued": by.get("unfetched"),
+               "in_flight": by.get("leased"), "errors": by.get("error"),
+               "fetches": s["counters"].get("pages_crawled", 0), "fetch_errors": s["counters"].get("fetch_errors", 0),
+               "fetched_pagerank": db["fetched_pagerank"], "t": db["committed"]}  # fmt: skip
     else:
         out = {"known": stats.get("pages"), "crawled": stats.get("pages_crawled"), "queued": stats.get("queued"),
-               "in_flight": stats.get("open_leases"), "errors": None, "fetch_errors": None,
-               "fetched_importance": None}  # fmt: skip
+               "in_flight": stats.get("open_leases"), "errors": None, "fetches": stats.get("pages_crawled"),
+               "fetch_errors": None, "fetched_pagerank": None, "t": None}  # fmt: skip
     budget = out["max_pages"] = max_pages or stats.get("budget") or None
     out["budget_share"] = out["crawled"] / budget if budget and out["crawled"] is not None else None
     return out
 
 
 def add_rate(p: dict[str, Any], history: collections.deque, now: float) -> None:
-    """Crawl rate over the last :data:`RATE_WINDOW` seconds of ``history`` and the ETA."""
-    rate = None
-    if p["crawled"] is not None:
-        past = [h for h in history if now - h["t"] <= RATE_WINDOW and h["crawled"] is not None]
-        if past and now > past[0]["t"]:
-            rate = max(0.0, (p["crawled"] - past[0]["crawled"]) / (now - past[0]["t"]))
+    """Fetches a second over the last :data:`RATE_WINDOW` seconds of
+    ``history`` (or since the point before, if older) and the ETA."""
+    t, rate = p["t"] or now, None
+    if p["fetches"] is not None:
+        past = [h for h in history if h["fetches"] is not None and h["t"] < t]
+        recent = [h for h in past if t - h["t"] <= RATE_WINDOW] or past[-1:]
+        if recent:
+            rate = max(0.0, (p["fetches"] - recent[0]["fetches"]) / (t - recent[0]["t"]))
     p["rate"] = rate
     left = None
     if p["max_pages"] and p["crawled"] is not None:
@@ -187,20 +173,22 @@ def add_rate(p: dict[str, Any], history: collections.deque, now: float) -> None:
 
 class Sampler:
     """Reads the crawl every ``interval`` seconds in one background thread
-    and keeps the last sample and a history of the progress figures. The
-    page database is opened read-only for each sample and closed after it
-    (opened at once, so that a path that is not one fails at start)."""
+    and keeps the last sample and a history of the progress figures. Of a
+    page database it reads the metadata only (the status its frontier
+    keeps), in a read transaction as short as the read."""
 
     def __init__(self, path: str | None, broker: str | None, crawl: str, secret: str | None,
                  max_pages: int | None, interval: float, top: int) -> None:  # fmt: skip
         self.path, self.broker, self.crawl, self.secret = path, broker, crawl, secret
         self.max_pages, self.interval, self.top = max_pages, interval, top
-        self.db = open_db(path) if path else None
+        if path:
+            try:  # a path that is not a page database fails at start
+                read_metadata(path)
+            except PageDBError as e:
+                raise ToolError(str(e)) from None
         self.history: collections.deque = collections.deque(maxlen=HISTORY)
         self.doc: dict[str, Any] = {}
-        self._queue: dict[str, Any] | None = None
-        self._queue_due = 0.0
-        self._queue_took = 0.0  # seconds the queue order took to rebuild in this sample
+        self._tops: dict[str, Any] = {}  # top pages read from ranking vectors the frontier did not list
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -211,13 +199,12 @@ class Sampler:
                                "crawl": self.crawl if self.broker else None, "problems": []}  # fmt: skip
         if self.path:
             try:
-                if self.db is None:
-                    self.db = open_db(self.path)
-                doc["database"] = database_view(self.db, self.top, self._queue_view())
+                doc["database"] = db = database_view(self.path, self.top, self._tops)
+                if db["status_time"] is None:
+                    doc["problems"].append("page database: no crawl status yet (a frontier writes it as it crawls, "
+                                           "every LINKRANK_STATUS_INTERVAL seconds)")
             except Exception as e:  # noqa: BLE001 - shown on the page; the next sample tries again
                 doc["problems"].append(f"page database: {e}")
-            finally:
-                self._close_db()
         if self.broker:
             from .frontier_status import status
 
@@ -229,38 +216,20 @@ class Sampler:
                 doc["problems"].append(f"broker {mask(self.broker)}: {str(e).replace(self.broker, mask(self.broker))}")
         p = doc["progress"] = progress(doc, self.max_pages)
         add_rate(p, self.history, now)
-        self.history.append({"t": now, "crawled": p["crawled"], "known": p["known"], "rate": p["rate"],
-                             "fetched_importance": p["fetched_importance"]})  # fmt: skip
+        point = {"t": p.pop("t") or now, "crawled": p["crawled"], "fetches": p["fetches"], "known": p["known"],
+                 "rate": p["rate"], "fetched_pagerank": p["fetched_pagerank"]}  # fmt: skip
+        if not self.history or point["t"] > self.history[-1]["t"]:  # one point per commit read
+            self.history.append(point)
         doc["history"] = list(self.history)
         self.doc = _finite(doc)
         return self.doc
 
-    def _close_db(self) -> None:
-        """Close the page database until the next sample: a read snapshot
-        held between samples (minutes, on a large crawl) would keep the
-        crawl's writer from reusing the pages it frees, and its file grows."""
-        if self.db is not None:
-            self.db.close()
-            self.db = None
-
-    def _queue_view(self) -> dict[str, Any]:
-        start = time.monotonic()
-        if self._queue is None or start >= self._queue_due:
-            assert self.db is not None
-            self._queue = queue_view(self.db, self.top)
-            self._queue_took = time.monotonic() - start
-            self._queue_due = start + self._queue_took / QUEUE_SHARE
-        return self._queue
-
     def _timed_sample(self) -> float:
-        """Sample; the seconds to wait before the next one. A rebuild of the
-        queue order keeps to its own share, so it does not count here (the
-        first one also imports the crawl policy's modules)."""
+        """Sample; the seconds to wait before the next one."""
         start = time.monotonic()
-        self._queue_took = 0.0
         self.sample()
         took = time.monotonic() - start
-        return max(0.0, max(self.interval, (took - self._queue_took) / SAMPLE_SHARE) - took)
+        return max(0.0, max(self.interval, took / SAMPLE_SHARE) - took)
 
     def _run(self, pause: float) -> None:
         while not self._stop.wait(pause):
@@ -273,16 +242,15 @@ class Sampler:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop sampling and close the database."""
+        """Stop sampling."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self._close_db()
 
 
-_PARTS = {"order": ("policy", "queued", "queued_time"), "hosts": ("hosts_by_waiting", "hosts_by_fetches"),
-          "errors": ("by_status", "by_reason", "reasons_read", "rejected")}  # fmt: skip
-_SUMMARY_PARTS = {"order": "top_pages", "hosts": "top_hosts"}
+_PARTS = {"order": ("policy", "queued", "queued_time"), "hosts": ("hosts_by_waiting", "hosts_by_fetched"),
+          "errors": ("by_status", "by_reason", "rejected")}  # fmt: skip
+_SUMMARY_PARTS = {"order": "top_pages"}
 
 
 def section(doc: dict[str, Any], name: str) -> Any:

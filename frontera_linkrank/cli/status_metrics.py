@@ -33,20 +33,25 @@ def metrics(doc: dict[str, Any]) -> str:  # long: one block per metric family, r
     family("crawl_rate", "gauge", "Pages crawled per second over the last minute.", [({}, p.get("rate"))])
     family("eta_seconds", "gauge", "Seconds until the budget (or the queue) is done at the current rate.",
            [({}, p.get("eta_seconds"))])
-    family("fetched_importance", "gauge", "Share of the estimated PageRank of known pages already fetched.",
-           [({}, p.get("fetched_importance"))])
+    family("fetched_pagerank", "gauge", "Share of the last PageRank of known pages already fetched.",
+           [({}, p.get("fetched_pagerank"))])
     db = doc.get("database")
     if db:
         s = db["summary"]
         family("links", "gauge", "Stored links.", [({}, s["links"])])
+        family("status_age_seconds", "gauge", "Seconds between the last commit and the status figures it holds.",
+               [({}, None if db["committed"] is None or db["status_time"] is None
+                 else db["committed"] - db["status_time"])])
         family("hosts", "gauge", "Known hosts.", [({}, s["hosts"])])
         family("counter_total", "counter", "The crawl's counters (page database).",
                [({"name": k}, v) for k, v in sorted(s["counters"].items())])
-        family("http_status_pages", "gauge", "Pages whose last fetch answered this status (>= 400).",
+        family("http_responses_total", "counter", "Responses with this status (>= 400).",
                [({"status": k}, v) for k, v in db["by_status"].items()])
+        family("failed_fetches_total", "counter", "Failed fetches, by kind (the exception's name).",
+               [({"reason": k}, v) for k, v in db["by_reason"].items()])
         family("rejected_urls_total", "counter", "URLs rejected, by reason.",
                [({"reason": k}, v) for k, v in db["rejected"].items()])
-        family("cash_residual", "gauge", "AOPIC cash invariant residual.", [({}, s["cash"]["residual"])])
+        family("cash_residual", "gauge", "AOPIC cash invariant residual.", [({}, (s["cash"] or {}).get("residual"))])
     shared = doc.get("shared")
     if shared:
         family("frontier_state_age_seconds", "gauge", "Seconds since the shared frontier last updated its state.",

@@ -88,6 +88,7 @@ class BatchApplier:
         self.max_url_length = max_url_length
         self.pending: list[PendingRead] = []
         self.pending_by_idx: dict[int, PendingRead] = {}
+        self.links_stored = 0  # stored out-links added (less those replaced) since the core last took it
 
     def __len__(self) -> int:
         return len(self.pending)
@@ -381,6 +382,7 @@ class BatchApplier:
                 kids = np.union1d(old, kids).astype(np.int64)
                 kids = kids[kids != i]
                 db.edges.add(i, kids)
+                self.links_stored += len(kids) - db.cold.get1("n_out", i)
                 db.cold.set1("n_out", i, len(kids))
                 db.touch(i)
                 late.append(i)
@@ -445,7 +447,9 @@ class BatchApplier:
             if r.score == r.score:  # not nan
                 cold.set1("score", r.idx, r.score)
         # Out-degree, depth and parent from the rows just read.
-        cold.set("n_out", idx, np.fromiter((len(k) for k in kids_list), np.int64, len(kids_list)))
+        n_out = np.fromiter((len(k) for k in kids_list), np.int64, len(kids_list))
+        self.links_stored += int(n_out.sum() - cold.get("n_out", idx).astype(np.int64).sum())
+        cold.set("n_out", idx, n_out)
         srcs, dsts = [], []
         for r, kids in zip(reads, kids_list):
             if len(kids):

@@ -66,6 +66,7 @@ from .hostkeys import HostKeys
 from .inputs import as_float, error_text, http_status
 from .pages import PageRegistry
 from .ranking import RankingSchedule
+from .status import CrawlStatus, count_failure, count_response
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +154,8 @@ class FrontierCore:
         self.batch = BatchApplier(db, self.registry, self.lifecycle, self.policy, self.counters, self.recrawler,
                                   s.MAX_PAGES_PER_HOST, s.MAX_LINKS_PER_PAGE, s.MAX_URL_LENGTH)
         self.host_keys = HostKeys(db.host_names)
+        self.status = CrawlStatus(db, self.aopic, self.policy, self.ranking.ranks, self.priorities, self.batch,
+                                  s.STATUS_INTERVAL, self.clock)
         self._refused: set[int] = set()  # pages whose response was refused in this batch (links ignored)
         self._last_commit = self.clock()
 
@@ -221,6 +224,7 @@ class FrontierCore:
             self._refuse(response, f"invalid HTTP status {response.status_code!r}")
             return
         self.batch.record_response(response, now)
+        count_response(self.counters, status)
         if self.registry.unstored:  # a request kept in memory is done with
             i = self.registry.find(getattr(response, "request", None) or response)
             self.registry.unstored.pop(i, None)
@@ -267,8 +271,10 @@ class FrontierCore:
             return
         errors = min(cold.get1("errors", i) + 1, 0xFFFF)
         cold.set1("errors", i, errors)
-        self.db.set_error(i, error_text(error))
+        message = error_text(error)
+        self.db.set_error(i, message)
         self.counters.add("fetch_errors")
+        count_failure(self.counters, message)
         retried = bool(request.meta.get(RETRIED_KEY)) and not refresh
         if give_up or retried or errors > self.settings.MAX_RETRIES or request.meta.get(b"dont_retry"):
             self.lifecycle.give_up(i)
@@ -377,6 +383,7 @@ class FrontierCore:
         return (self.aopic.A, 0.0)
 
     def _ranking_installed(self, ranking: Ranking) -> None:
+        self.status.ranking_installed(ranking)
         if self.policy.on_ranking(ranking):
             self.frontier.rebuild()
         release_free_memory()  # the ranking's and the rebuild's arrays are gone
@@ -425,12 +432,13 @@ class FrontierCore:
         if self.db.env is not None and self.stopped is None:
             self.batch.apply()
             try:
-                self.ranking.finish(self._commit)
+                self.ranking.finish(self._commit, self.status.ranking_installed)  # the queue is not used again
             except WriteError as e:  # storing the ranking
                 self._stop(e)
         self.ranking.cancel()  # it holds a snapshot of the database we close
         if self.db.env is not None:
             if self.stopped is None:
+                self.status.force()
                 self._commit()
             self.db.close()
 

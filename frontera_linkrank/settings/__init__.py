@@ -111,6 +111,7 @@ class LinkRankSettings:
     MAP_SIZE: int
     COMMIT_PAGES: int
     COMMIT_INTERVAL: float
+    STATUS_INTERVAL: float
     CHECKPOINT_BYTES: int
     MAX_URL_LENGTH: int
     MAX_LINKS_PER_PAGE: int

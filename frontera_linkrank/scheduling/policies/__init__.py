@@ -9,7 +9,7 @@ project may register its own before the crawl starts); the
 
 from __future__ import annotations
 
-from .base import Batch, KeyFunction, Policy, PolicyContext, host_class
+from .base import Batch, KeyFunction, Policy, PolicyContext, host_class, queue_keys
 from .fifo import FifoPolicy
 from .hybrid import HybridPolicy
 from .hybrid_push import HybridPushPolicy
@@ -42,4 +42,4 @@ for _policy in (OpicPolicy, FifoPolicy, ScorePolicy, PageRankPolicy, HitsPolicy,
                 PushPolicy):
     register(_policy)
 
-__all__ = ["POLICIES", "Batch", "KeyFunction", "Policy", "PolicyContext", "host_class", "register"]
+__all__ = ["POLICIES", "Batch", "KeyFunction", "Policy", "PolicyContext", "host_class", "queue_keys", "register"]

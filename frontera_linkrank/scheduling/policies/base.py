@@ -167,3 +167,15 @@ def host_class(policy: type[Policy] | Policy, aopic: Aopic) -> Callable[[int], i
         return lambda h: 1
     target: Any = aopic.host_target
     return lambda h: 0 if h < len(target) and target[h] else 1
+
+
+def queue_keys(policy: Policy, aopic: Aopic, hosts: np.ndarray, pages: np.ndarray, n_hosts: int) -> np.ndarray:
+    """The keys the queue compares for ``pages`` (of hosts ``hosts``, a
+    host id per page): the policy's key plus its host class's offset, the
+    accumulator ``A`` for hosts owed ω's cash through it (class 0)."""
+    keys = np.asarray(policy.keys(pages), np.float64)
+    if policy.cash_keys and aopic.A and len(pages):
+        cls = host_class(policy, aopic)
+        owed = np.fromiter((cls(h) == 0 for h in range(n_hosts)), bool, n_hosts)
+        keys = keys + np.where(owed[hosts], aopic.A, 0.0)
+    return keys

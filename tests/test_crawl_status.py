@@ -1,0 +1,141 @@
+"""The crawl status the frontier keeps for viewers (``core/status.py``):
+its figures equal a full read of the database (``page_db_stats``), the
+next pages it lists are those the frontier then hands out, and it is
+committed with the batches."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from frontera_linkrank.core.status import STATUS_TOP, ordered_queue
+from frontera_linkrank.storage.viewer import read_metadata
+from util import crawl, req
+
+BIN = os.path.dirname(sys.executable)
+
+
+def _links(url, k=6, hosts=5):
+    n = int(hashlib.sha1(url.encode()).hexdigest(), 16)
+    return [f"http://h{(n >> (3 * j)) % hosts}.test/p{(n >> (5 * j)) % 300}" for j in range(k)]
+
+
+def _crawl(b, batches, size=30, seeds=4):
+    b.add_seeds([req(f"http://h{h}.test/") for h in range(seeds)])
+    for _ in range(batches):
+        for r in b.get_next_requests(size):
+            n = int(hashlib.sha1(r.url.encode()).hexdigest(), 16)
+            if n % 13 == 0:
+                b.request_error(r, "twisted.internet.error.ConnectionRefusedError: refused")
+                continue
+            crawl(b, r, _links(r.url), status=404 if n % 9 == 0 else 200)
+
+
+def _stats(path):
+    out = subprocess.run([os.path.join(BIN, "page_db_stats"), str(path), "--json", "--top", "10"],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("policy", ["hybrid-push", "opic", "pagerank"])
+def test_the_status_at_close_equals_a_full_read_of_the_database(tmp_path, make_backend, policy):
+    path = tmp_path / "db"
+    b = make_backend(path, POLICY=policy, MAX_RETRIES=0, RANK_EVERY_PAGES=50, RANK_BACKGROUND=False)
+    _crawl(b, 8)
+    b.frontier_stop()
+    want = _stats(path)
+    doc, infos = read_metadata(str(path))
+    st = doc["status"]
+    assert want["pages_by_state"]["crawled"] > 100 and want["pages_by_state"]["error"] > 0
+    for key in ("pages", "pages_by_state", "seeds", "links", "hosts"):
+        assert st[key] == want[key], key
+    residual = st["cash"].pop("residual")
+    assert residual == pytest.approx(want["cash"].pop("residual"), abs=1e-12)
+    assert st["cash"] == want["cash"]
+    assert set(infos) == set(want["ranking"]) == {"pagerank", "authority", "hub"}
+    for name in infos:
+        assert st["top_pages"][name][:10] == want["top_pages"][name], name
+    # errors by kind and status are counters, kept with the others
+    c = want["counters"]
+    assert c["failed_ConnectionRefusedError"] == want["pages_by_state"]["error"] == c["pages_failed"]
+    assert 0 < c["http_404"] < c["pages_crawled"]
+
+
+def test_the_links_total_follows_late_links_and_a_reopened_database(tmp_path, make_backend):
+    path = tmp_path / "db"
+    b = make_backend(path)
+    b.add_seeds([req("http://a.test/")])
+    (r,) = b.get_next_requests(1)
+    crawl(b, r, [f"http://a.test/{k}" for k in range(5)])
+    b.links_extracted(r, [req("http://a.test/late1"), req("http://a.test/1")])  # links after the page's: added
+    for r in b.get_next_requests(10):
+        crawl(b, r, ["http://a.test/"] if r.url.endswith("/1") else [])
+    b.frontier_stop()
+    assert read_metadata(str(path))[0]["status"]["links"] == _stats(path)["links"] == 7
+    b = make_backend(path)  # reopened: the total goes on from the saved one
+    b.add_seeds([req("http://c.test/")])
+    for r in b.get_next_requests(10):
+        crawl(b, r, ["http://a.test/", "http://b.test/"])
+    b.frontier_stop()
+    assert read_metadata(str(path))[0]["status"]["links"] == _stats(path)["links"] == 9
+
+
+def test_the_next_pages_listed_are_those_handed_out_next(tmp_path, make_backend):
+    path = tmp_path / "db"
+    b = make_backend(path, MAX_RETRIES=0, REQUEUE_TOLERANCE=0.0, MAX_REQUESTS_PER_HOST=0, RANK_BACKGROUND=False)
+    _crawl(b, 5)
+    core = b.core
+    core.status.force()
+    b.get_next_requests(0)  # commits: the status takes a pass
+    listed = [r["url"] for r in core.db.meta_section("status")["queued"]]
+    assert len(listed) == STATUS_TOP
+    handed = [r.url for r in core.next_requests(STATUS_TOP, max_per_host=0)]
+    assert handed == listed
+
+
+def test_the_status_is_committed_with_the_batches_and_refreshed_at_its_interval(tmp_path, make_backend):
+    now = [1000.0]
+    path = tmp_path / "db"
+    b = make_backend(path, clock=lambda: now[0], STATUS_INTERVAL=3600.0, RANK_BACKGROUND=False)
+    b.add_seeds([req("http://a.test/")])
+    b.get_next_requests(0)
+    first = b.core.db.meta_section("status")
+    assert first["pages_by_state"]["unfetched"] == 1 and first["time"] == 1000.0
+    now[0] = 1001.0
+    for r in b.get_next_requests(5):
+        crawl(b, r, ["http://a.test/x", "http://a.test/y"])
+    b.get_next_requests(0)
+    st = b.core.db.meta_section("status")
+    # counts, links and the commit time at every commit; the pass over the pages at its interval
+    assert (st["pages"], st["links"], st["committed"]) == (3, 2, 1001.0)
+    assert st["time"] == 1000.0 and st["pages_by_state"] == first["pages_by_state"]
+    b.frontier_stop()  # and at close
+    st = read_metadata(str(path))[0]["status"]
+    assert st["pages_by_state"]["crawled"] == 1 and st["pages_by_state"]["unfetched"] == 2
+
+
+def test_no_status_is_kept_with_interval_zero(tmp_path, make_backend):
+    path = tmp_path / "db"
+    b = make_backend(path)
+    _crawl(b, 1)
+    b.frontier_stop()
+    assert read_metadata(str(path))[0]["status"]["pages"] > 0
+    b = make_backend(path, STATUS_INTERVAL=0)
+    b.frontier_stop()
+    assert read_metadata(str(path))[0]["status"] is None  # no stale figures left behind
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_ordered_queue_is_the_full_sort(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 400))
+    pages = np.sort(rng.choice(10_000, n, replace=False))
+    keys = rng.integers(0, 6, n) / 4.0  # many ties
+    prio = rng.choice([0, 0, 0, 1, -2], n)
+    k = int(rng.integers(1, 60))
+    want = pages[np.lexsort((pages, -keys, -prio))][:k]
+    assert ordered_queue(keys, prio, pages, k).tolist() == want.tolist()
