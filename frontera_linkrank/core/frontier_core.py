@@ -154,8 +154,8 @@ class FrontierCore:
         self.batch = BatchApplier(db, self.registry, self.lifecycle, self.policy, self.counters, self.recrawler,
                                   s.MAX_PAGES_PER_HOST, s.MAX_LINKS_PER_PAGE, s.MAX_URL_LENGTH)
         self.host_keys = HostKeys(db.host_names)
-        self.status = CrawlStatus(db, self.aopic, self.policy, self.ranking.ranks, self.priorities, self.batch,
-                                  s.STATUS_INTERVAL, self.clock)
+        self.status = CrawlStatus(db, self.aopic, s.POLICY, self.ranking.ranks, self.frontier, self._class_offsets,
+                                  self.batch, s.STATUS_INTERVAL, self.clock)
         self._refused: set[int] = set()  # pages whose response was refused in this batch (links ignored)
         self._last_commit = self.clock()
 
@@ -405,6 +405,7 @@ class FrontierCore:
         }
         if self.recrawler is not None:
             meta["recrawl"] = self.recrawler.state_dict()
+        self.status.update()
         try:
             self.db.commit(meta)
         except WriteError as e:

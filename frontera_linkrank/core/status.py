@@ -29,8 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..numeric import top_k
-from ..scheduling.policies import Policy, queue_keys
-from ..scheduling.priority import Priorities
+from ..scheduling.priority import PrioritizedFrontier
 from ..scoring.aopic import Aopic
 from ..scoring.ranker import Ranking, RankScores
 from ..storage.pagedb import PageDB
@@ -60,29 +59,6 @@ def error_reason(message: str | None) -> str:
     return m.group(1)[:80] if m else "other"
 
 
-def ordered_queue(keys: np.ndarray, priority: np.ndarray, pages: np.ndarray, n: int) -> np.ndarray:
-    """The ``n`` of ``pages`` (ascending) handed out first: priority (higher
-    first), then key (higher first), then discovery (lower index first);
-    ``keys`` and ``priority`` are those of ``pages``. Politeness is left out.
-
-    >>> ordered_queue(np.array([0.5, 0.9, 0.9]), np.array([0, 0, 1]), np.array([3, 7, 9]), 3).tolist()
-    [9, 7, 3]
-    """
-    if len(pages) > 4 * n:  # the queue may hold millions: a partition per level first
-        chosen, left = [], n
-        for level in np.unique(priority)[::-1]:
-            at = np.flatnonzero(priority == level)
-            if len(at) > left:  # ties at the cut go to the lower positions, the lower pages
-                at = at[top_k(np.nan_to_num(keys[at], nan=-np.inf), left)]
-            chosen.append(at)
-            left -= len(at)
-            if left <= 0:
-                break
-        sel = np.concatenate(chosen)
-        keys, priority, pages = keys[sel], priority[sel], pages[sel]
-    return pages[np.lexsort((pages, -keys, -priority))[:n]]
-
-
 class CrawlStatus:
     """Keeps the ``status`` section of the page database's metadata.
 
@@ -93,13 +69,15 @@ class CrawlStatus:
         with it and written at every commit.
     aopic : Aopic
         The live cash books.
-    policy : Policy
-        The crawl policy (its keys order the queue).
+    policy : str
+        The crawl policy's name.
     ranks : RankScores
         The last ranking as the policy holds it (vectors it does not hold
         are read from the database).
-    priorities : Priorities
-        The request priorities of the pages that have one.
+    frontier : PrioritizedFrontier
+        The queue; its first pages are listed (:meth:`~.Frontier.peek`).
+    offsets : callable() -> (float, float)
+        The queue's class offsets now.
     batch : BatchApplier
         The batch; its ``links_stored`` (stored out-links added since) is
         taken at every commit.
@@ -109,10 +87,12 @@ class CrawlStatus:
         Wall-clock seconds (the times a viewer shows).
     """
 
-    def __init__(self, db: PageDB, aopic: Aopic, policy: Policy, ranks: RankScores, priorities: Priorities,
-                 batch: BatchApplier, interval: float, clock: Callable[[], float] = time.time) -> None:  # fmt: skip
+    def __init__(self, db: PageDB, aopic: Aopic, policy: str, ranks: RankScores, frontier: PrioritizedFrontier,
+                 offsets: Callable[[], tuple[float, float]], batch: BatchApplier, interval: float,
+                 clock: Callable[[], float] = time.time) -> None:  # fmt: skip
         self.db, self.aopic, self.policy, self.ranks = db, aopic, policy, ranks
-        self.priorities, self.batch, self.interval, self.clock = priorities, batch, interval, clock
+        self.frontier, self.offsets, self.batch = frontier, offsets, batch
+        self.interval, self.clock = interval, clock
         saved = db.meta_section(SECTION)
         self.doc: dict[str, Any] = dict(saved) if isinstance(saved, dict) else {}
         self._due = 0.0
@@ -124,14 +104,18 @@ class CrawlStatus:
             # import): the one pass over the page records it needs.
             n = db.n_pages
             self.doc["links"] = int(db.cold.get("n_out", np.arange(n)).astype(np.int64).sum()) if n else 0
-        db.own_meta_section(SECTION, self.section)
+        db.own_meta_section(SECTION, lambda: self.doc)
 
     def force(self) -> None:
-        """Make the next commit take a full pass (at close)."""
+        """Make the next :meth:`update` take a full pass (at close)."""
         self._due = 0.0
 
-    def section(self) -> dict[str, Any]:
-        """The section to commit (called by the database at every commit)."""
+    def update(self) -> None:
+        """Before a commit: what every commit records, and the pass over the
+        page fields when it is due (it may read host lists back: the
+        commit then holds what it wrote)."""
+        if self.interval <= 0:
+            return
         doc, db = self.doc, self.db
         doc["links"] += self.batch.links_stored
         self.batch.links_stored = 0
@@ -144,7 +128,6 @@ class CrawlStatus:
             doc["passes"] = doc.get("passes", 0) + 1
             doc["pass_seconds_total"] = doc.get("pass_seconds_total", 0.0) + took
             self._due = start + max(self.interval, took / STATUS_SHARE)
-        return doc
 
     def ranking_installed(self, ranking: Ranking) -> None:
         """Keep the top pages of each vector of a ranking just stored."""
@@ -175,12 +158,12 @@ class CrawlStatus:
         share = None
         if pagerank is not None and len(pagerank):
             k = min(len(pagerank), n)
-            pr = np.nan_to_num(pagerank[:k])
+            pr = pagerank[:k]  # a stored ranking vector is finite
             total = float(pr.sum())
             share = float(pr[fetched[:k]].sum()) / total if total > 0 else None
         doc["fetched_pagerank"] = share
         self._hosts(v.host[:n], state, fetched)
-        self._queue(state)
+        self._queue()
 
     def _vector(self, name: str) -> np.ndarray | None:
         """Ranking vector ``name``: the policy's copy, else the stored one."""
@@ -202,23 +185,12 @@ class CrawlStatus:
 
         self.doc["hosts_by_waiting"], self.doc["hosts_by_fetched"] = rows(waiting), rows(done)
 
-    def _queue(self, state: np.ndarray) -> None:
-        queued = np.flatnonzero(state == UNFETCHED)
-        prio = np.zeros(len(queued), np.int64)
-        levels = self.priorities.levels
-        if levels and len(queued):
-            pages = np.fromiter(levels, np.int64, len(levels))
-            at = np.minimum(np.searchsorted(queued, pages), len(queued) - 1)
-            ok = queued[at] == pages
-            prio[at[ok]] = np.fromiter(levels.values(), np.int64, len(levels))[ok]
-        db = self.db
-        keys = (queue_keys(self.policy, self.aopic, db.vertices.host[queued], queued, len(db.host_names))
-                if len(queued) else np.zeros(0))
-        best = ordered_queue(keys, prio, queued, STATUS_TOP)
-        pos = np.searchsorted(queued, best).tolist()
-        urls = self.db.urls(best) if len(best) else []
-        self.doc["policy"] = self.policy.name
-        self.doc["queued"] = [{"url": u, "priority": int(prio[j]), "key": float(keys[j])} for u, j in zip(urls, pos)]
+    def _queue(self) -> None:
+        db, levels = self.db, self.frontier.priorities.levels
+        first = self.frontier.peek(STATUS_TOP, self.offsets())
+        urls = db.urls([p for p, _ in first]) if first else []
+        self.doc["policy"] = self.policy
+        self.doc["queued"] = [{"url": u, "priority": levels.get(p, 0), "key": key} for (p, key), u in zip(first, urls)]
 
 
 def ranking_stamp(info: dict[str, Any] | None) -> list[Any]:
@@ -239,4 +211,4 @@ def count_failure(counters: Any, message: str) -> None:
 
 
 __all__ = ["SECTION", "STATUS_SHARE", "STATUS_TOP", "CrawlStatus", "count_failure", "count_response",
-           "error_reason", "ordered_queue", "ranking_stamp"]  # fmt: skip
+           "error_reason", "ranking_stamp"]  # fmt: skip

@@ -243,6 +243,11 @@ class Frontier:
         counts = {} if counts is None else counts
         return self.queue.pop_batch(n, skip_host, max_per_host, offsets, counts)
 
+    def peek(self, n: int, offsets: tuple[float, float] = (0.0, 0.0)) -> list[tuple[int, float]]:
+        """``[(page, key)]``: the ``n`` pages :meth:`take` would hand out
+        first with no host skipped or capped, without taking them."""
+        return self.queue.peek(n, offsets)
+
     def leased(self, pages: list[int], now: float) -> None:
         """``pages`` were handed out at ``now`` (their state is LEASED)."""
         self.leases.extend((now, p) for p in pages)

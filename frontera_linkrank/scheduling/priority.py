@@ -157,3 +157,13 @@ class PrioritizedFrontier(Frontier):
                 break
             out += self.levels[level].pop_batch(n - len(out), skip_host, max_per_host, offsets, counts)
         return out
+
+    def peek(self, n: int, offsets: tuple[float, float] = (0.0, 0.0)) -> list[tuple[int, float]]:
+        """The ``n`` pages :meth:`take` would hand out first, from the
+        highest level down, with no host skipped or capped (not taken)."""
+        out: list[tuple[int, float]] = []
+        for level in sorted(self.levels, reverse=True):
+            if len(out) >= n:
+                break
+            out += self.levels[level].peek(n - len(out), offsets)
+        return out

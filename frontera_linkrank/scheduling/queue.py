@@ -394,6 +394,56 @@ class BestFirstQueue:
             heapq.heappush(self._tops[cls], entry)
         return out
 
+    def peek(self, n: int, offsets: tuple[float, float] = (0.0, 0.0)) -> list[tuple[int, float]]:
+        """``[(page, key + class offset)]``: the ``n`` best pages in the
+        order :meth:`pop_batch` hands them out when no host is skipped or
+        capped, without taking them. Only the ``n`` hosts with the best
+        first pages of each class are read (no page of another can be
+        among the ``n`` best); a host whose head runs out is read back, with
+        its keys now, as :meth:`_fill` reads it."""
+        merge: list[tuple[float, int, bool, int, int]] = []  # (-value, page, is a floor, host, class)
+        heads: dict[int, list[tuple[float, int]]] = {}
+        for cls in (0, 1):
+            top, want = self._tops[cls], 4 * n
+            while True:
+                firsts = heapq.nsmallest(want, top)
+                for negkey, page, host in firsts:
+                    best, in_head = self._best(host)
+                    if best != (negkey, page) or host in heads or len(heads) >= n * (cls + 1):
+                        continue
+                    heads[host] = [e for e in self._heaps[host] if self.live.get(e[1]) == -e[0]] if in_head else []
+                    merge += [(neg - offsets[cls], p, False, host, cls) for neg, p in heads[host]]
+                    if not in_head:
+                        merge.append(self._floor_entry(host, cls, offsets))
+                if len(heads) >= n * (cls + 1) or len(firsts) < want:
+                    break
+                want *= 4  # stale entries crowded the first ones out
+        heapq.heapify(merge)
+        left = {h: len(e) for h, e in heads.items()}
+        out: list[tuple[int, float]] = []
+        while merge and len(out) < n:
+            neg, page, is_floor, host, cls = heapq.heappop(merge)
+            if not is_floor:
+                out.append((page, -neg))
+                left[host] -= 1
+                if not left[host] and host in heads and self._floor_of(host) is not None:
+                    heapq.heappush(merge, self._floor_entry(host, cls, offsets))  # surfaces once its head is done
+                continue
+            held = [p for _, p in heads.pop(host)]  # read back once: every page it has left
+            pages, keys = self._refill(host)
+            keep = ~np.isin(pages, held)
+            pages, keys = pages[keep], keys[keep]
+            best = np.lexsort((pages, -keys))[: n - len(out)]  # no page past these can be among the n
+            for p, k in zip(pages[best].tolist(), keys[best].tolist()):
+                heapq.heappush(merge, (-k - offsets[cls], p, False, host, cls))
+            left[host] += len(best)
+        return out
+
+    def _floor_entry(self, host: int, cls: int, offsets: tuple[float, float]) -> tuple[float, int, bool, int, int]:
+        floor = self._floor_of(host)
+        assert floor is not None
+        return (floor[0] - offsets[cls], floor[1], True, host, cls)
+
     def hosts(self) -> list[int]:
         """Hosts with a head (live or not yet cleaned) or pages outside it."""
         outside = np.flatnonzero(self.floor > -math.inf).tolist()
