@@ -41,10 +41,9 @@ from urllib.parse import parse_qs, urlsplit
 import numpy as np
 
 from ..core.status import ranking_stamp
-from ..numeric import top_k
 from ..storage.errors import PageDBError
-from ..storage.viewer import read_metadata
-from .common import Argv, ToolError, open_db, scores, tool
+from ..storage.viewer import read_metadata, read_top
+from .common import Argv, ToolError, tool
 from .status_metrics import metrics
 
 DEFAULT_PORT = 6790
@@ -79,10 +78,12 @@ def _finite(x: Any) -> Any:
 
 
 def top_pages(path: str, infos: dict[str, dict[str, Any]], status: dict[str, Any], top: int,
-              cache: dict[str, tuple[list[Any], list[dict[str, Any]]]]) -> dict[str, list[dict[str, Any]]]:
+              cache: dict[str, tuple[list[Any], list[dict[str, Any]] | None]]) -> dict[str, list[dict[str, Any]]]:
     """The top pages of each stored ranking vector: the frontier's list when
-    it is of the stored vector, else read from the vector (a ranking stored
-    by another tool, ``rank``), once per vector."""
+    it is of the stored vector. A vector stored since is the frontier's
+    next ranking until its status says so (it stores the vectors, then
+    commits its list): its list stays one sample. A vector the frontier
+    did not list (``rank`` stored it) is read once, in one short snapshot."""
     out: dict[str, list[dict[str, Any]]] = {}
     kept, of = status.get("top_pages") or {}, status.get("top_pages_of") or {}
     for name, info in infos.items():
@@ -90,13 +91,15 @@ def top_pages(path: str, infos: dict[str, dict[str, Any]], status: dict[str, Any
         if name in kept and of.get(name) == stamp and len(kept[name]) >= min(top, info.get("n_pages", 0)):
             out[name] = kept[name][:top]
             continue
-        if name not in cache or cache[name][0] != stamp:
-            with open_db(path) as db:
-                values = scores(db, name)
-                best = top_k(np.where(np.isnan(values), -np.inf, values), top)
-                urls = db.urls(best)
-            cache[name] = (stamp, [{"index": int(i), "url": u, name: float(values[i])} for i, u in zip(best, urls)])
-        out[name] = cache[name][1][:top]
+        seen = cache.get(name)
+        if seen is None or seen[0] != stamp:  # first seen: wait a sample for the frontier's own list
+            cache[name] = (stamp, None)
+            if name in kept:
+                out[name] = kept[name][:top]
+                continue
+        if cache[name][1] is None:
+            cache[name] = (stamp, read_top(path, name, top))
+        out[name] = (cache[name][1] or [])[:top]
     return out
 
 
@@ -188,6 +191,7 @@ class Sampler:
                 raise ToolError(str(e)) from None
         self.history: collections.deque = collections.deque(maxlen=HISTORY)
         self.doc: dict[str, Any] = {}
+        self.doc_json = b"{}"
         self._tops: dict[str, Any] = {}  # top pages read from ranking vectors the frontier did not list
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -222,6 +226,7 @@ class Sampler:
             self.history.append(point)
         doc["history"] = list(self.history)
         self.doc = _finite(doc)
+        self.doc_json = json.dumps(self.doc, allow_nan=False, default=str).encode()  # what the page reads, once
         return self.doc
 
     def _timed_sample(self) -> float:
@@ -312,7 +317,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif route == "/metrics":
             self._send(200, metrics(doc).encode(), "text/plain; version=0.0.4; charset=utf-8", head=head)
         elif route == "/api/status":
-            self._json(doc, head)
+            self._send(200, self.server.sampler.doc_json, "application/json", head=head)
         elif route.startswith("/api/") and route[5:] in SECTIONS:
             self._json(section(doc, route[5:]), head)
         elif route == "/favicon.ico":

@@ -10,7 +10,7 @@ a viewer reads only that document:
   time and the stored links (a running total);
 - from the hot page fields in memory (never the page records on disk),
   every ``LINKRANK_STATUS_INTERVAL`` seconds but at most
-  :data:`STATUS_SHARE` of the frontier's time, and at close: pages by
+  :data:`STATUS_SHARE` of the time, and at close: pages by
   state, seeds, the AOPIC books, the share of the estimated PageRank
   already fetched, the busiest hosts, the next pages in the queue;
 - at each installed ranking: its top pages.
@@ -39,10 +39,10 @@ from .batch import BatchApplier
 SECTION = "status"
 STATUS_TOP = 50
 """Rows of each list kept (a viewer shows at most this many)."""
-STATUS_SHARE = 0.01
-"""At most this share of the frontier's time goes to the status: when a
-pass over the page fields takes longer than this share of the interval,
-the next one waits longer."""
+STATUS_SHARE = 0.005
+"""At most this share of the time goes to the passes over the page fields:
+when one takes longer than this share of the interval, the next waits
+longer (the crawl's speed is what the status is for)."""
 _REASON = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Timeout\w*|Refused|Lost|Failed|Done))\b")
 
 

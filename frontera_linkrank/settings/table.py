@@ -74,7 +74,7 @@ STORAGE = Section("Storage", (
     A("LINKRANK_STATUS_INTERVAL", Float(lo=0), 5.0,
       "Refresh the crawl's status (what `serve-status` shows) this many seconds apart (0: keep none).",
       "A refresh reads the page fields held in memory, never the page records on disk, and takes at most "
-      "1% of the frontier's time: on a large crawl it comes less often (docs/dashboard.md)."),
+      "half a percent of the time: on a large crawl it comes less often (docs/dashboard.md)."),
     A("LINKRANK_CHECKPOINT_BYTES", Int(lo=1 << 16, in_bytes=True), 64 * 1024**2,
       "Fold the log of page-record changes into the checkpoint past this many bytes.",
       "Page records are persisted as a log of per-batch changes plus a checkpoint of the whole table; the log "

@@ -1,15 +1,20 @@
 """What a viewer of a running crawl reads of its page database: the
-metadata document and the stored rankings' info records, in one short
-read transaction, without opening it as a :class:`~.pagedb.PageDB` (which
-loads every page's hot fields)."""
+metadata document and the stored rankings' info records, or one ranking's
+top pages, each in one short read transaction, without opening it as a
+:class:`~.pagedb.PageDB` (which loads every page's hot fields)."""
 
 import os
 from typing import Any
 
+import numpy as np
+
+from ..numeric import top_k
 from . import integrity, vectors
 from . import meta as metadoc
 from .environment import begin_read, check_path, open_env, open_tables
 from .errors import LMDB_DAMAGE, CorruptDatabase
+from .keys import page_keys
+from .sidetable import Text
 
 
 def read_metadata(path: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -44,4 +49,31 @@ def read_metadata(path: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]
     return doc, infos
 
 
-__all__ = ["read_metadata"]
+def read_top(path: str, name: str, k: int) -> list[dict[str, Any]]:
+    """The ``k`` pages of the largest values of the stored ranking vector
+    ``name`` (``[{"index", "url", name}]``, largest first, ties by lower
+    index, as ``stats`` lists them), read in one snapshot without loading
+    the pages' records; [] when there is no such vector."""
+    path = os.fspath(path)
+    check_path(path, True)
+    env = open_env(path, True, None, False)
+    try:
+        dbs = open_tables(env, path, True)
+        with begin_read(env) as txn:
+            try:
+                values, _ = vectors.read_scores(txn, dbs[b"scores"], name)
+                if values is None:
+                    return []
+                best = top_k(np.where(np.isnan(values), -np.inf, values), k)
+                urls = [txn.get(key, db=dbs[b"urls"]) for key in page_keys(best)]
+            except (ValueError, TypeError) as e:
+                raise CorruptDatabase(f"{path}: ranking vector {name!r} unreadable: {e} (corrupt database)") from None
+    except LMDB_DAMAGE as e:
+        raise CorruptDatabase(f"{path}: LMDB reports damage: {e} (corrupt database)") from None
+    finally:
+        env.close()
+    return [{"index": int(i), "url": None if u is None else Text().decode(u), name: float(values[i])}
+            for i, u in zip(best.tolist(), urls)]  # fmt: skip
+
+
+__all__ = ["read_metadata", "read_top"]
