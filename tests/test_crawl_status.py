@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from frontera_linkrank.core.status import STATUS_TOP
@@ -47,7 +48,7 @@ def test_the_status_at_close_equals_a_full_read_of_the_database(tmp_path, make_b
     _crawl(b, 8)
     b.frontier_stop()
     want = _stats(path)
-    doc, infos = read_metadata(str(path))
+    doc, infos, tops = read_metadata(str(path))
     st = doc["status"]
     assert want["pages_by_state"]["crawled"] > 100 and want["pages_by_state"]["error"] > 0
     for key in ("pages", "pages_by_state", "seeds", "links", "hosts"):
@@ -57,7 +58,7 @@ def test_the_status_at_close_equals_a_full_read_of_the_database(tmp_path, make_b
     assert st["cash"] == want["cash"]
     assert set(infos) == set(want["ranking"]) == {"pagerank", "authority", "hub"}
     for name in infos:
-        assert st["top_pages"][name][:10] == want["top_pages"][name], name
+        assert tops[name][:10] == want["top_pages"][name], name  # stored with the vector
     # errors by kind and status are counters, kept with the others
     c = want["counters"]
     assert c["failed_ConnectionRefusedError"] == want["pages_by_state"]["error"] == c["pages_failed"]
@@ -138,3 +139,24 @@ def test_no_status_is_kept_with_interval_zero(tmp_path, make_backend):
     b = make_backend(path, STATUS_INTERVAL=0)
     b.frontier_stop()
     assert read_metadata(str(path))[0]["status"] is None  # no stale figures left behind
+
+
+def test_a_vector_stored_without_its_top_list_is_read_once_by_the_viewer(tmp_path, make_backend):
+    from frontera_linkrank.cli.serve_status import top_pages
+    from frontera_linkrank.storage.pagedb import PageDB
+    from frontera_linkrank.storage.viewer import read_top
+
+    path = tmp_path / "db"
+    b = make_backend(path, RANK_BACKGROUND=False)
+    _crawl(b, 3)
+    b.frontier_stop()
+    with PageDB(str(path)) as db:  # as an older version stored it: no list
+        values = np.random.default_rng(0).random(db.n_pages)
+        db.write_scores({"custom": values}, {"version": 1})
+    doc, infos, tops = read_metadata(str(path))
+    assert tops["custom"] is None and len(tops["pagerank"]) == min(50, infos["pagerank"]["n_pages"])
+    want = _stats(path)["top_pages"]
+    assert read_top(str(path), "custom", 10) == want["custom"]
+    cache = {}
+    assert top_pages(str(path), infos, tops, 10, cache) == {k: want[k] for k in infos}
+    assert set(cache) == {"custom"}  # only the vector without a list was read

@@ -40,7 +40,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
-from ..core.status import ranking_stamp
 from ..storage.errors import PageDBError
 from ..storage.viewer import read_metadata, read_top
 from .common import Argv, ToolError, tool
@@ -77,29 +76,21 @@ def _finite(x: Any) -> Any:
     return x
 
 
-def top_pages(path: str, infos: dict[str, dict[str, Any]], status: dict[str, Any], top: int,
-              cache: dict[str, tuple[list[Any], list[dict[str, Any]] | None]]) -> dict[str, list[dict[str, Any]]]:
-    """The top pages of each stored ranking vector: the frontier's list when
-    it is of the stored vector. A vector stored since is the frontier's
-    next ranking until its status says so (it stores the vectors, then
-    commits its list): its list stays one sample. A vector the frontier
-    did not list (``rank`` stored it) is read once, in one short snapshot."""
+def top_pages(path: str, infos: dict[str, dict[str, Any]], tops: dict[str, list[Any] | None], top: int,
+              cache: dict[str, tuple[Any, list[dict[str, Any]]]]) -> dict[str, list[dict[str, Any]]]:
+    """The top pages of each stored ranking vector: the list stored with it,
+    or for a vector stored without one (by an older version), read off the
+    vector once."""
     out: dict[str, list[dict[str, Any]]] = {}
-    kept, of = status.get("top_pages") or {}, status.get("top_pages_of") or {}
     for name, info in infos.items():
-        stamp = ranking_stamp(info)
-        if name in kept and of.get(name) == stamp and len(kept[name]) >= min(top, info.get("n_pages", 0)):
-            out[name] = kept[name][:top]
+        stored = tops.get(name)
+        if stored is not None and len(stored) >= min(top, info.get("n_pages", 0)):
+            out[name] = stored[:top]
             continue
-        seen = cache.get(name)
-        if seen is None or seen[0] != stamp:  # first seen: wait a sample for the frontier's own list
-            cache[name] = (stamp, None)
-            if name in kept:
-                out[name] = kept[name][:top]
-                continue
-        if cache[name][1] is None:
+        stamp = [info.get("version"), info.get("time"), info.get("n_pages")]
+        if name not in cache or cache[name][0] != stamp:
             cache[name] = (stamp, read_top(path, name, top))
-        out[name] = (cache[name][1] or [])[:top]
+        out[name] = cache[name][1]
     return out
 
 
@@ -113,7 +104,7 @@ def database_view(path: str, top: int, cache: dict[str, Any]) -> dict[str, Any]:
     """What the dashboard shows of the page database at ``path``: the status
     its frontier keeps (``LINKRANK_STATUS_INTERVAL``), the counters and the
     stored rankings' records. Only the metadata is read, never a page."""
-    doc, infos = read_metadata(path)
+    doc, infos, tops = read_metadata(path)
     st = doc.get("status")
     if not isinstance(st, dict) or "pages_by_state" not in st:
         st = {}
@@ -121,7 +112,7 @@ def database_view(path: str, top: int, cache: dict[str, Any]) -> dict[str, Any]:
     summary = {
         "path": path, "pages": int(doc.get("n_pages", 0)), "pages_by_state": st.get("pages_by_state"),
         "seeds": st.get("seeds"), "links": st.get("links"), "hosts": st.get("hosts"), "cash": st.get("cash"),
-        "counters": counters, "ranking": infos, "top_pages": top_pages(path, infos, st, top, cache) if st else {},
+        "counters": counters, "ranking": infos, "top_pages": top_pages(path, infos, tops, top, cache),
     }  # fmt: skip
     return {
         "summary": summary,

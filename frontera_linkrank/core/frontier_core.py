@@ -383,7 +383,6 @@ class FrontierCore:
         return (self.aopic.A, 0.0)
 
     def _ranking_installed(self, ranking: Ranking) -> None:
-        self.status.ranking_installed(ranking)
         if self.policy.on_ranking(ranking):
             self.frontier.rebuild()
         release_free_memory()  # the ranking's and the rebuild's arrays are gone
@@ -433,7 +432,7 @@ class FrontierCore:
         if self.db.env is not None and self.stopped is None:
             self.batch.apply()
             try:
-                self.ranking.finish(self._commit, self.status.ranking_installed)  # the queue is not used again
+                self.ranking.finish(self._commit)
             except WriteError as e:  # storing the ranking
                 self._stop(e)
         self.ranking.cancel()  # it holds a snapshot of the database we close

@@ -122,10 +122,10 @@ class RankingSchedule:
                     info["stopped"], info["seconds"],
                 )
 
-    def finish(self, commit: Callable[[], None], installed: Callable[[Ranking], None] = lambda r: None) -> None:
+    def finish(self, commit: Callable[[], None]) -> None:
         """At close: rank inline (after ``commit``) if pages were crawled
-        since the last ranking started (``installed`` is told); a
-        background ranking is cancelled first (this one covers more)."""
+        since the last ranking started; a background ranking is cancelled
+        first (this one covers more)."""
         if self.config is None:
             return
         if self.ranker is not None:
@@ -138,7 +138,7 @@ class RankingSchedule:
         ranking = rank_snapshot(self.db, self.config, version=self.ranks.version + 1, previous=self.ranks.ranking,
                                 scores=scores)
         self.mark = (crawled, self.mark[1])
-        self._install(ranking, installed)
+        self._install(ranking, lambda r: None)
 
     def cancel(self) -> None:
         """Stop a background ranking (it holds a snapshot of the database)."""

@@ -12,11 +12,12 @@ a viewer reads only that document:
   every ``LINKRANK_STATUS_INTERVAL`` seconds but at most
   :data:`STATUS_SHARE` of the time, and at close: pages by
   state, seeds, the AOPIC books, the share of the estimated PageRank
-  already fetched, the busiest hosts, the next pages in the queue;
-- at each installed ranking: its top pages.
+  already fetched, the busiest hosts, the next pages in the queue.
 
-Responses by HTTP status and failures by kind are counters of the crawl
-(``http_404``, ``failed_DNSLookupError``), kept with the others.
+The top pages of each ranking are stored with its vectors
+(:func:`~frontera_linkrank.scoring.ranker.store`). Responses by HTTP
+status and failures by kind are counters of the crawl (``http_404``,
+``failed_DNSLookupError``), kept with the others.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 from ..numeric import top_k
 from ..scheduling.priority import PrioritizedFrontier
 from ..scoring.aopic import Aopic
-from ..scoring.ranker import Ranking, RankScores
+from ..scoring.ranker import RankScores
 from ..storage.pagedb import PageDB
 from ..storage.vertices import F_CRAWLED, F_SEED, LEASED, STATE_NAMES, UNFETCHED
 from .batch import BatchApplier
@@ -129,17 +130,6 @@ class CrawlStatus:
             doc["pass_seconds_total"] = doc.get("pass_seconds_total", 0.0) + took
             self._due = start + max(self.interval, took / STATUS_SHARE)
 
-    def ranking_installed(self, ranking: Ranking) -> None:
-        """Keep the top pages of each vector of a ranking just stored."""
-        tops = {}
-        for name, values in ranking.vectors.items():
-            x = np.where(np.isnan(values), -np.inf, values)
-            best = top_k(x, STATUS_TOP)
-            urls = self.db.urls(best)
-            tops[name] = [{"index": int(i), "url": u, name: float(values[i])} for i, u in zip(best, urls)]
-        self.doc["top_pages"] = tops
-        self.doc["top_pages_of"] = {name: ranking_stamp(ranking.info.get(name)) for name in tops}
-
     def _pass(self) -> None:
         """The figures read from every page's hot fields."""
         db, a, doc = self.db, self.aopic, self.doc
@@ -193,12 +183,6 @@ class CrawlStatus:
         self.doc["queued"] = [{"url": u, "priority": levels.get(p, 0), "key": key} for (p, key), u in zip(first, urls)]
 
 
-def ranking_stamp(info: dict[str, Any] | None) -> list[Any]:
-    """What tells one stored ranking vector from another: its version and time."""
-    info = info or {}
-    return [info.get("version"), info.get("time")]
-
-
 def count_response(counters: Any, status: int) -> None:
     """Count a response whose status is an error (``http_404``...)."""
     if status >= 400:
@@ -211,4 +195,4 @@ def count_failure(counters: Any, message: str) -> None:
 
 
 __all__ = ["SECTION", "STATUS_SHARE", "STATUS_TOP", "CrawlStatus", "count_failure", "count_response",
-           "error_reason", "ranking_stamp"]  # fmt: skip
+           "error_reason"]  # fmt: skip

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ..numeric import top_k
 from .hits import hits
 from .links import database_links, snapshot_pages
 from .pagerank import pagerank
@@ -232,10 +233,18 @@ def stored_version(db: PageDB, txn: lmdb.Transaction | None = None) -> int:
     return best
 
 
+TOP_PAGES = 50
+"""Pages of the top list stored with each vector (what a viewer shows)."""
+
+
 def store(db: PageDB, ranking: Ranking) -> None:
-    """Write a ranking's vectors into ``db`` (writer), one transaction."""
+    """Write a ranking's vectors into ``db`` (writer), one transaction
+    each, with the list of its top :data:`TOP_PAGES` pages (a viewer
+    reads it instead of the vector)."""
     for name, values in ranking.vectors.items():
-        db.write_scores({name: values}, ranking.info.get(name, {}))
+        best = top_k(np.where(np.isnan(values), -np.inf, values), TOP_PAGES)
+        top = [{"index": int(i), "url": u, name: float(values[i])} for i, u in zip(best.tolist(), db.urls(best))]
+        db.write_scores({name: values}, ranking.info.get(name, {}), {name: top})
 
 
 VECTORS = ("pagerank", "authority", "hub")

@@ -384,10 +384,11 @@ class PageDB(FeatureTables, PageRecords):
         with self._txn(txn) as t, self._damage("ranking vectors"):
             return vectors.names(t, self.dbs[b"scores"])
 
-    def write_scores(self, values: Mapping[str, np.ndarray], info: Mapping[str, Any]) -> None:
-        """Store several vectors (``{name: float array}``) in one transaction,
-        each with ``info`` (a dict, JSON-serialisable) plus its length."""
-        self._write(lambda txn: write_scores(txn, self.dbs[b"scores"], values, info))
+    def write_scores(self, values: Mapping[str, np.ndarray], info: Mapping[str, Any],
+                     tops: Mapping[str, list[Any]] | None = None) -> None:
+        """Store vectors ``{name: float array}`` in one transaction, each with
+        ``info`` (a JSON-able dict) plus its length, and its ``tops[name]``."""
+        self._write(lambda txn: write_scores(txn, self.dbs[b"scores"], values, info, tops))
 
     @contextlib.contextmanager
     def _damage(self, what: str) -> Iterator[None]:

@@ -19,6 +19,7 @@ import numpy as np
 
 SCORE_CHUNK = 1 << 20  # values per LMDB value (8 MiB)
 _INFO = b":info"
+_TOP = b":top"
 
 
 def _chunk_key(name: str, chunk: int) -> bytes:
@@ -56,9 +57,11 @@ def read_scores(txn: Any, db: Any, name: str) -> tuple[np.ndarray, dict[str, Any
     return out, info
 
 
-def write_scores(txn: Any, db: Any, vectors: Mapping[str, np.ndarray], info: Mapping[str, Any]) -> None:
+def write_scores(txn: Any, db: Any, vectors: Mapping[str, np.ndarray], info: Mapping[str, Any],
+                 tops: Mapping[str, list[Any]] | None = None) -> None:
     """Store the vectors ``{name: float array}``, each with ``info`` (a dict,
-    JSON-serialisable) plus its length, in the write transaction ``txn``."""
+    JSON-serialisable) plus its length, and its list of top pages from
+    ``tops`` if there (JSON-serialisable), in the write transaction ``txn``."""
     for name, values in vectors.items():
         values = np.ascontiguousarray(values, "<f8")
         prefix = name.encode() + b":"
@@ -69,6 +72,19 @@ def write_scores(txn: Any, db: Any, vectors: Mapping[str, np.ndarray], info: Map
         for c, lo in enumerate(range(0, len(values), SCORE_CHUNK)):
             txn.put(_chunk_key(name, c), values[lo : lo + SCORE_CHUNK].tobytes(), db=db)
         txn.put(prefix + b"info", json.dumps({**info, "n_pages": len(values)}).encode(), db=db)
+        if tops is not None and name in tops:
+            txn.put(name.encode() + _TOP, json.dumps(tops[name]).encode(), db=db)
+
+
+def read_top(txn: Any, db: Any, name: str) -> list[Any] | None:
+    """The list of top pages stored with vector ``name``, or None."""
+    raw = txn.get(name.encode() + _TOP, db=db)
+    if raw is None:
+        return None
+    top = json.loads(bytes(raw))
+    if not isinstance(top, list):
+        raise ValueError(f"top pages of vector {name!r} are corrupt")
+    return top
 
 
 def names(txn: Any, db: Any) -> list[str]:
@@ -76,4 +92,4 @@ def names(txn: Any, db: Any) -> list[str]:
     return sorted(bytes(k)[: -len(_INFO)].decode() for k, _ in txn.cursor(db) if bytes(k).endswith(_INFO))
 
 
-__all__ = ["SCORE_CHUNK", "names", "read_info", "read_scores", "write_scores"]
+__all__ = ["SCORE_CHUNK", "names", "read_info", "read_scores", "read_top", "write_scores"]

@@ -17,11 +17,12 @@ from .keys import page_keys
 from .sidetable import Text
 
 
-def read_metadata(path: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """``(document, infos)``: the committed metadata document of the page
-    database at ``path`` and the info records of its stored ranking
-    vectors, read in one snapshot without loading any page (what a viewer
-    polling a running crawl reads).
+def read_metadata(path: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, list[Any] | None]]:
+    """``(document, infos, tops)``: the committed metadata document of the
+    page database at ``path``, the info records of its stored ranking
+    vectors and the top pages stored with each (None: stored without),
+    read in one snapshot without loading any page (what a viewer polling a
+    running crawl reads).
 
     Raises
     ------
@@ -38,22 +39,24 @@ def read_metadata(path: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]
             try:
                 doc = metadoc.decode(txn.get(b"meta", db=dbs[b"meta"]))
                 metadoc.check_schema(doc, path)
-                infos = {name: vectors.read_info(txn, dbs[b"scores"], name) or {}
-                         for name in vectors.names(txn, dbs[b"scores"])}  # fmt: skip
+                names = vectors.names(txn, dbs[b"scores"])
+                infos = {name: vectors.read_info(txn, dbs[b"scores"], name) or {} for name in names}
+                tops = {name: vectors.read_top(txn, dbs[b"scores"], name) for name in names}
             except (ValueError, TypeError) as e:
                 raise CorruptDatabase(f"{path}: metadata unreadable: {e} (corrupt database)") from None
     except LMDB_DAMAGE as e:
         raise CorruptDatabase(f"{path}: LMDB reports damage: {e} (corrupt database)") from None
     finally:
         env.close()
-    return doc, infos
+    return doc, infos, tops
 
 
 def read_top(path: str, name: str, k: int) -> list[dict[str, Any]]:
     """The ``k`` pages of the largest values of the stored ranking vector
     ``name`` (``[{"index", "url", name}]``, largest first, ties by lower
-    index, as ``stats`` lists them), read in one snapshot without loading
-    the pages' records; [] when there is no such vector."""
+    index, as ``stats`` lists them), read off the vector in one snapshot
+    without loading the pages' records (for a vector stored without its
+    list); [] when there is no such vector."""
     path = os.fspath(path)
     check_path(path, True)
     env = open_env(path, True, None, False)
