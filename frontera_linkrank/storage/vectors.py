@@ -89,7 +89,8 @@ def read_top(txn: Any, db: Any, name: str) -> list[Any] | None:
 
 def names(txn: Any, db: Any) -> list[str]:
     """Names of the stored vectors, sorted."""
-    return sorted(bytes(k)[: -len(_INFO)].decode() for k, _ in txn.cursor(db) if bytes(k).endswith(_INFO))
+    keys = txn.cursor(db).iternext(keys=True, values=False)  # the chunks' 8 MiB values are not read
+    return sorted(bytes(k)[: -len(_INFO)].decode() for k in keys if bytes(k).endswith(_INFO))
 
 
 __all__ = ["SCORE_CHUNK", "names", "read_info", "read_scores", "read_top", "write_scores"]
