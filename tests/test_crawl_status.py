@@ -160,3 +160,19 @@ def test_a_vector_stored_without_its_top_list_is_read_once_by_the_viewer(tmp_pat
     cache = {}
     assert top_pages(str(path), infos, tops, 10, cache) == {k: want[k] for k in infos}
     assert set(cache) == {"custom"}  # only the vector without a list was read
+
+
+def test_an_import_into_a_crawled_database_leaves_no_stale_status(tmp_path, make_backend):
+    from frontera_linkrank.core.graph_import import add_graph
+    from frontera_linkrank.storage.pagedb import PageDB
+
+    path = tmp_path / "db"
+    b = make_backend(path)
+    _crawl(b, 2)
+    b.frontier_stop()
+    with PageDB(str(path)) as db:  # a tool adds pages and links, replacing a crawled page's
+        add_graph(db, ["http://h0.test/", "http://new.test/a", "http://new.test/b"], [0, 0, 1], [1, 2, 2])
+    assert read_metadata(str(path))[0]["status"] is None
+    b = make_backend(path)  # the next crawl counts again
+    b.frontier_stop()
+    assert read_metadata(str(path))[0]["status"]["links"] == _stats(path)["links"]

@@ -58,6 +58,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..core.graph_import import LinkLoader, add_pages
+from ..core.status import STALE_STATUS
 from ..settings import LinkRankSettings
 from ..storage.environment import write_error
 from ..storage.pagedb import PageDB, WriterLockedError
@@ -159,7 +160,7 @@ class Importer:
                 header = InfoHeader.parse(rows[0], f"{source.path}:{first}")
                 rows, first = rows[1:], first + 1
             stop = self.info_rows(first, rows, header, index)
-            self.db.commit()
+            self.db.commit(STALE_STATUS)
             progress(source)
             if stop is not None:
                 raise stop

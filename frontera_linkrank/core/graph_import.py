@@ -42,6 +42,7 @@ import numpy as np
 from ..numeric import unique
 from ..scheduling.lifecycle import mark_imported
 from ..storage.urls import check_url, fingerprint
+from .status import STALE_STATUS
 
 if TYPE_CHECKING:
     from ..storage.pagedb import PageDB
@@ -180,7 +181,7 @@ def add_graph(
     """
     index = add_pages(db, urls, fps, hosts)
     set_out_links(db, index[np.asarray(src, np.int64)], index[np.asarray(dst, np.int64)], crawl_time)
-    db.commit()
+    db.commit(STALE_STATUS)
     return index
 
 
@@ -226,7 +227,7 @@ class LinkLoader:
             tail = src == src[-1]
             self._held = (src[tail], dst[tail])
             self._write(src[~tail], dst[~tail])
-        self.db.commit()
+        self.db.commit(STALE_STATUS)
 
     def _write(self, src: np.ndarray, dst: np.ndarray) -> None:
         if not len(src):
@@ -250,7 +251,7 @@ class LinkLoader:
         self._write(*self._held)
         self._held = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         if self._late:
-            db.commit()  # the rows to merge with are then in the snapshot
+            db.commit(STALE_STATUS)  # the rows to merge with are then in the snapshot
             late_src = np.concatenate([s for s, _ in self._late]).astype(np.int64)
             late_dst = np.concatenate([d for _, d in self._late]).astype(np.int64)
             self._late = []
@@ -265,4 +266,4 @@ class LinkLoader:
                         parts_s.append(owner[pick])
                         parts_d.append(np.asarray(d, np.int64)[pick])
             set_out_links(db, np.concatenate(parts_s), np.concatenate(parts_d), self.crawl_time, self.keep_crawl_times)
-        db.commit()
+        db.commit(STALE_STATUS)

@@ -44,6 +44,9 @@ STATUS_SHARE = 0.005
 """At most this share of the time goes to the passes over the page fields:
 when one takes longer than this share of the interval, the next waits
 longer (the crawl's speed is what the status is for)."""
+STALE_STATUS = {SECTION: None}
+"""The sections a tool that adds pages or links commits (``db.commit(STALE_STATUS)``):
+the crawl's status no longer holds, and the next frontier recounts."""
 _REASON = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Timeout\w*|Refused|Lost|Failed|Done))\b")
 
 
@@ -194,5 +197,5 @@ def count_failure(counters: Any, message: str) -> None:
     counters.add(f"failed_{error_reason(message)}")
 
 
-__all__ = ["SECTION", "STATUS_SHARE", "STATUS_TOP", "CrawlStatus", "count_failure", "count_response",
+__all__ = ["SECTION", "STALE_STATUS", "STATUS_SHARE", "STATUS_TOP", "CrawlStatus", "count_failure", "count_response",
            "error_reason"]  # fmt: skip
