@@ -176,3 +176,19 @@ def test_an_import_into_a_crawled_database_leaves_no_stale_status(tmp_path, make
     b = make_backend(path)  # the next crawl counts again
     b.frontier_stop()
     assert read_metadata(str(path))[0]["status"]["links"] == _stats(path)["links"]
+
+
+def test_failures_are_counted_by_kind_and_the_kinds_are_bounded():
+    from frontera_linkrank.core.counters import Counters
+    from frontera_linkrank.core.status import FAILURE_KINDS, count_failure, count_response
+
+    c = Counters()
+    count_failure(c, "[<twisted.python.failure.Failure twisted.internet.error.DNSLookupError: no such host>]")
+    count_failure(c, "robots.txt forbids it")
+    count_response(c, 200)
+    count_response(c, 503)
+    assert c == {"failed_DNSLookupError": 1, "failed_other": 1, "http_503": 1}
+    for k in range(3 * FAILURE_KINDS):  # a server naming a new error each time
+        count_failure(c, f"Kind{k}Error: no")
+    assert sum(k.startswith("failed_") for k in c) == FAILURE_KINDS
+    assert sum(v for k, v in c.items() if k.startswith("failed_")) == 2 + 3 * FAILURE_KINDS

@@ -104,10 +104,10 @@ class CrawlStatus:
             db.own_meta_section(SECTION, lambda: None)  # no stale figures left behind
             return
         if not isinstance(self.doc.get("links"), int):
-            # A database without this section (an older version's, an
-            # import): the one pass over the page records it needs.
-            n = db.n_pages
-            self.doc["links"] = int(db.cold.get("n_out", np.arange(n)).astype(np.int64).sum()) if n else 0
+            # A database without this section (an older version's, after an
+            # import): the links counted once, block by block.
+            with db.snapshot() as txn:
+                self.doc["links"] = sum(len(dst) for _, _, dst in db.edges.iter_current(txn, db.n_pages))
         db.own_meta_section(SECTION, lambda: self.doc)
 
     def force(self) -> None:
@@ -192,10 +192,17 @@ def count_response(counters: Any, status: int) -> None:
         counters.add(f"http_{status}")
 
 
+FAILURE_KINDS = 100
+"""Kinds of failure counted apart; past them a new kind counts as ``other``."""
+
+
 def count_failure(counters: Any, message: str) -> None:
     """Count a failed fetch by its kind (``failed_DNSLookupError``...)."""
-    counters.add(f"failed_{error_reason(message)}")
+    key = f"failed_{error_reason(message)}"
+    if key not in counters and sum(k.startswith("failed_") for k in counters) >= FAILURE_KINDS:
+        key = "failed_other"
+    counters.add(key)
 
 
-__all__ = ["SECTION", "STALE_STATUS", "STATUS_SHARE", "STATUS_TOP", "CrawlStatus", "count_failure", "count_response",
-           "error_reason"]  # fmt: skip
+__all__ = ["FAILURE_KINDS", "SECTION", "STALE_STATUS", "STATUS_SHARE", "STATUS_TOP", "CrawlStatus", "count_failure",
+           "count_response", "error_reason"]  # fmt: skip
