@@ -3,7 +3,9 @@ metadata document and the stored rankings' info records, or one ranking's
 top pages, each in one short read transaction, without opening it as a
 :class:`~.pagedb.PageDB` (which loads every page's hot fields)."""
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -15,6 +17,27 @@ from .environment import begin_read, check_path, open_env, open_tables
 from .errors import LMDB_DAMAGE, CorruptDatabase
 from .keys import page_keys
 from .sidetable import Text
+
+
+@contextlib.contextmanager
+def _snapshot(path: str, what: str) -> Iterator[tuple[Any, dict[bytes, Any]]]:
+    """``(txn, tables)``: one read transaction on the database at ``path``
+    (opened read-only for it, closed after); what it reads that does not
+    parse is damage to ``what``."""
+    check_path(path, True)
+    integrity.check_file(path)
+    env = open_env(path, True, None, False)
+    try:
+        dbs = open_tables(env, path, True)
+        with begin_read(env) as txn:
+            try:
+                yield txn, dbs
+            except (ValueError, TypeError) as e:
+                raise CorruptDatabase(f"{path}: {what} unreadable: {e} (corrupt database)") from None
+    except LMDB_DAMAGE as e:
+        raise CorruptDatabase(f"{path}: LMDB reports damage: {e} (corrupt database)") from None
+    finally:
+        env.close()
 
 
 def read_metadata(path: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, list[Any] | None]]:
@@ -30,24 +53,12 @@ def read_metadata(path: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]],
         ``path`` is not a page database (:class:`CorruptDatabase`: a damaged one).
     """
     path = os.fspath(path)
-    check_path(path, True)
-    integrity.check_file(path)
-    env = open_env(path, True, None, False)
-    try:
-        dbs = open_tables(env, path, True)
-        with begin_read(env) as txn:
-            try:
-                doc = metadoc.decode(txn.get(b"meta", db=dbs[b"meta"]))
-                metadoc.check_schema(doc, path)
-                names = vectors.names(txn, dbs[b"scores"])
-                infos = {name: vectors.read_info(txn, dbs[b"scores"], name) or {} for name in names}
-                tops = {name: vectors.read_top(txn, dbs[b"scores"], name) for name in names}
-            except (ValueError, TypeError) as e:
-                raise CorruptDatabase(f"{path}: metadata unreadable: {e} (corrupt database)") from None
-    except LMDB_DAMAGE as e:
-        raise CorruptDatabase(f"{path}: LMDB reports damage: {e} (corrupt database)") from None
-    finally:
-        env.close()
+    with _snapshot(path, "metadata") as (txn, dbs):
+        doc = metadoc.decode(txn.get(b"meta", db=dbs[b"meta"]))
+        metadoc.check_schema(doc, path)
+        names = vectors.names(txn, dbs[b"scores"])
+        infos = {name: vectors.read_info(txn, dbs[b"scores"], name) or {} for name in names}
+        tops = {name: vectors.read_top(txn, dbs[b"scores"], name) for name in names}
     return doc, infos, tops
 
 
@@ -57,24 +68,12 @@ def read_top(path: str, name: str, k: int) -> list[dict[str, Any]]:
     index, as ``stats`` lists them), read off the vector in one snapshot
     without loading the pages' records (for a vector stored without its
     list); [] when there is no such vector."""
-    path = os.fspath(path)
-    check_path(path, True)
-    env = open_env(path, True, None, False)
-    try:
-        dbs = open_tables(env, path, True)
-        with begin_read(env) as txn:
-            try:
-                values, _ = vectors.read_scores(txn, dbs[b"scores"], name)
-                if values is None:
-                    return []
-                best = top_k(np.where(np.isnan(values), -np.inf, values), k)
-                urls = [txn.get(key, db=dbs[b"urls"]) for key in page_keys(best)]
-            except (ValueError, TypeError) as e:
-                raise CorruptDatabase(f"{path}: ranking vector {name!r} unreadable: {e} (corrupt database)") from None
-    except LMDB_DAMAGE as e:
-        raise CorruptDatabase(f"{path}: LMDB reports damage: {e} (corrupt database)") from None
-    finally:
-        env.close()
+    with _snapshot(os.fspath(path), f"ranking vector {name!r}") as (txn, dbs):
+        values, _ = vectors.read_scores(txn, dbs[b"scores"], name)
+        if values is None:
+            return []
+        best = top_k(np.where(np.isnan(values), -np.inf, values), k)
+        urls = [txn.get(key, db=dbs[b"urls"]) for key in page_keys(best)]
     return [{"index": int(i), "url": None if u is None else Text().decode(u), name: float(values[i])}
             for i, u in zip(best.tolist(), urls)]  # fmt: skip
 
