@@ -52,8 +52,9 @@ RATE_WINDOW = 60.0
 """Seconds of history the crawl rate is measured over."""
 SAMPLE_SHARE = 0.1
 """At most this share of the time goes to reading the crawl (a ranking
-vector stored by another tool is read once): when a sample takes longer
-than this share of ``--interval``, the next one waits longer."""
+vector stored without its top list, by an older version, is read once):
+when a sample takes longer than this share of ``--interval``, the next one
+waits longer."""
 NICENESS = 10
 """How much the process lowers its CPU priority (``os.nice``): the crawl
 comes first on a busy machine."""
@@ -362,7 +363,8 @@ def arguments(prog: str) -> argparse.ArgumentParser:
     ap.add_argument("--token", help="required on every request (default: $FRONTERA_LINKRANK_STATUS_TOKEN, if set)")
     ap.add_argument("--interval", type=float, default=5.0, help="seconds between samples (default 5)")
     ap.add_argument("--max-pages", type=int, default=0, help="the crawl's LINKRANK_MAX_PAGES, for the share done")
-    ap.add_argument("--top", type=int, default=15, metavar="N", help="rows per table (default 15)")
+    ap.add_argument("--top", type=int, default=15, metavar="N",
+                    help="rows per table (default 15; the queue and hosts: at most 50)")
     ap.add_argument("--port-file", help="write the port here once listening")
     ap.add_argument("--timeout", type=float, default=0, help="stop after this many seconds (default: never)")
     return ap  # fmt: skip
