@@ -43,7 +43,10 @@ STATUS_TOP = 50
 STATUS_SHARE = 0.005
 """At most this share of the time goes to the passes over the page fields:
 when one takes longer than this share of the interval, the next waits
-longer (the crawl's speed is what the status is for)."""
+longer (the crawl's speed is what the status is for)..."""
+STATUS_MAX_WAIT = 600.0
+"""... but not longer than this many seconds (one slow pass, the first
+after opening a large database, does not keep the figures old for long)."""
 STALE_STATUS = {SECTION: None}
 """The sections a tool that adds pages or links commits (``db.commit(STALE_STATUS)``):
 the crawl's status no longer holds, and the next frontier recounts."""
@@ -131,7 +134,7 @@ class CrawlStatus:
             doc["pass_seconds"] = took
             doc["passes"] = doc.get("passes", 0) + 1
             doc["pass_seconds_total"] = doc.get("pass_seconds_total", 0.0) + took
-            self._due = start + max(self.interval, took / STATUS_SHARE)
+            self._due = start + max(self.interval, min(took / STATUS_SHARE, STATUS_MAX_WAIT))
 
     def _pass(self) -> None:
         """The figures read from every page's hot fields."""
@@ -204,5 +207,5 @@ def count_failure(counters: Any, message: str) -> None:
     counters.add(key)
 
 
-__all__ = ["FAILURE_KINDS", "SECTION", "STALE_STATUS", "STATUS_SHARE", "STATUS_TOP", "CrawlStatus", "count_failure",
-           "count_response", "error_reason"]  # fmt: skip
+__all__ = ["FAILURE_KINDS", "SECTION", "STALE_STATUS", "STATUS_MAX_WAIT", "STATUS_SHARE", "STATUS_TOP", "CrawlStatus",
+           "count_failure", "count_response", "error_reason"]  # fmt: skip
