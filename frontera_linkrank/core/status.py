@@ -150,7 +150,7 @@ class CrawlStatus:
                        "error_bound": a.error_bound, "residual": pages_cash + a.omega - 1.0,
                        "omega_policy": a.policy, "reads": a.reads}  # fmt: skip
         fetched = (flags & F_CRAWLED) != 0
-        pagerank = self._vector("pagerank")
+        pagerank = self.ranks.vector("pagerank")
         share = None
         if pagerank is not None and len(pagerank):
             k = min(len(pagerank), n)
@@ -160,12 +160,6 @@ class CrawlStatus:
         doc["fetched_pagerank"] = share
         self._hosts(v.host[:n], state, fetched)
         self._queue()
-
-    def _vector(self, name: str) -> np.ndarray | None:
-        """Ranking vector ``name``: the policy's copy, else the stored one."""
-        ranking = self.ranks.ranking
-        kept = None if ranking is None else ranking.vectors.get(name)
-        return kept if kept is not None else self.db.read_scores(name)[0]
 
     def _hosts(self, host: np.ndarray, state: np.ndarray, fetched: np.ndarray) -> None:
         names = self.db.host_names

@@ -372,14 +372,18 @@ class RankScores:
     def version(self) -> int:
         return 0 if self.ranking is None else self.ranking.version
 
+    def vector(self, name: str) -> np.ndarray | None:
+        """Vector ``name`` of the last ranking: the copy held, else the one
+        stored (None if there is none)."""
+        kept = None if self.ranking is None else self.ranking.vectors.get(name)
+        return kept if kept is not None or self.load is None else self.load(name)
+
     def values(self, name: str, idx: Any, fill: float = 0.0) -> np.ndarray:
         idx = np.asarray(idx, np.int64)
         out = np.full(len(idx), float(fill))
-        if self.ranking is None:
+        if self.ranking is None or (name not in self.ranking.vectors and name not in self.ranking.info):
             return out
-        vec = self.ranking.vectors.get(name)
-        if vec is None and self.load is not None and name in self.ranking.info:
-            vec = self.load(name)
+        vec = self.vector(name)
         if vec is None:
             return out
         known = idx < len(vec)
