@@ -29,12 +29,16 @@ def top_k(x: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` largest values of ``x``, largest first, ties by
     lower index: ``np.argsort(-x, kind="stable")[:k]`` without sorting all
     of ``x`` (a partition, then a sort of ``k``: the tools' top lists of a
-    large crawl). No NaN in ``x``.
+    large crawl). NaN ranks as ``-inf`` (a page without a score).
 
-    >>> top_k(np.array([1.0, 3.0, 2.0, 3.0, 0.0]), 3).tolist()
-    [1, 3, 2]
+    >>> top_k(np.array([1.0, 3.0, np.nan, 3.0, 0.0]), 3).tolist()
+    [1, 3, 0]
     """
     x = np.asarray(x)
+    if x.dtype.kind == "f":
+        nan = np.isnan(x)
+        if nan.any():
+            x = np.where(nan, -np.inf, x)
     n = len(x)
     if k >= n:
         return np.argsort(-x, kind="stable")

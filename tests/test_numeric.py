@@ -15,6 +15,14 @@ def test_top_k_is_the_head_of_a_stable_descending_argsort(xs, k):
     assert top_k(x, k).tolist() == np.argsort(-x, kind="stable")[: max(k, 0)].tolist()
 
 
+@given(values, st.integers(-2, 70), st.lists(st.integers(0, 59), max_size=20))
+def test_top_k_ranks_nan_as_minus_infinity(xs, k, holes):
+    x = np.array(xs, dtype=float)
+    x[[h for h in holes if h < len(x)]] = np.nan
+    filled = np.where(np.isnan(x), -np.inf, x)
+    assert top_k(x, k).tolist() == np.argsort(-filled, kind="stable")[: max(k, 0)].tolist()
+
+
 @given(st.lists(st.integers(-5, 5), max_size=50))
 def test_unique_is_numpys(xs):
     assert unique(np.array(xs, dtype=np.int64)).tolist() == np.unique(np.array(xs, dtype=np.int64)).tolist()

@@ -56,8 +56,7 @@ def summary(db: PageDB, top: int = 10) -> dict[str, Any]:
         for name in out["ranking"]:
             ranked[name] = scores(db, name)
         for name, values in ranked.items():
-            x = np.where(np.isnan(values), -np.inf, values)
-            best = top_k(x, top)
+            best = top_k(values, top)
             urls = db.urls(best, txn)
             out["top_pages"][name] = [{"index": int(i), "url": u, name: float(values[i])} for i, u in zip(best, urls)]
     hosts = v.host[:n].astype(np.int64)

@@ -242,7 +242,7 @@ def store(db: PageDB, ranking: Ranking) -> None:
     each, with the list of its top :data:`TOP_PAGES` pages (a viewer
     reads it instead of the vector)."""
     for name, values in ranking.vectors.items():
-        best = top_k(np.where(np.isnan(values), -np.inf, values), TOP_PAGES)
+        best = top_k(values, TOP_PAGES)
         top = [{"index": int(i), "url": u, name: float(values[i])} for i, u in zip(best.tolist(), db.urls(best))]
         db.write_scores({name: values}, ranking.info.get(name, {}), {name: top})
 

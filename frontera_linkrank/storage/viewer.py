@@ -8,8 +8,6 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
 from ..numeric import top_k
 from . import integrity, vectors
 from . import meta as metadoc
@@ -72,7 +70,7 @@ def read_top(path: str, name: str, k: int) -> list[dict[str, Any]]:
         values, _ = vectors.read_scores(txn, dbs[b"scores"], name)
         if values is None:
             return []
-        best = top_k(np.where(np.isnan(values), -np.inf, values), k)
+        best = top_k(values, k)
         urls = [txn.get(key, db=dbs[b"urls"]) for key in page_keys(best)]
     return [{"index": int(i), "url": None if u is None else Text().decode(u), name: float(values[i])}
             for i, u in zip(best.tolist(), urls)]  # fmt: skip
