@@ -153,6 +153,38 @@ def test_background_ranking_does_not_stall_the_crawl(make_backend, tmp_path):
     b.core.ranking.ranker.cancel()
 
 
+def active_readers(env):
+    """Reader slots holding a transaction (``mdb_reader_list``: pid, thread, txnid or "-")."""
+    return [line for line in env.readers().splitlines()[1:] if line.split()[-1] != "-"]
+
+
+def test_a_background_ranking_iterates_without_a_snapshot(make_backend, monkeypatch):
+    """A background ranking ends its read transaction once the links are
+    loaded. LMDB cannot reuse a page freed after a reader began while that
+    reader lasts: a snapshot held through the iterations made every commit
+    meanwhile grow the file (the database twice the size of its tables)."""
+    readers = []
+    real = ranker_module.pagerank
+
+    def watched(*args, **kw):
+        readers.append(active_readers(b.db.env))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(ranker_module, "pagerank", watched)
+    b = make_backend(POLICY="pagerank", RANK_EVERY_PAGES=5, RANK_INTERVAL=0)
+    b.add_seeds([req(u) for u in HUBS])
+    for r in b.get_next_requests(10):
+        crawl(b, r, hub_links(HUBS.index(r.url)))
+    b.get_next_requests(1)  # a ranking is due: it starts in the background
+    ranker = b.core.ranking.ranker
+    assert ranker.started_at is not None
+    ranker.join(30)
+    assert not ranker.running
+    assert readers == [[]]
+    b.get_next_requests(1)  # installs it
+    assert b.core.ranking.ranks.version == 1
+
+
 def test_policy_needs_its_ranking(tmp_path):
     from frontera_linkrank import LinkRankBackend
 

@@ -9,7 +9,9 @@ the vectors' length; :class:`RankScores` gives them a defined value.
 :class:`BackgroundRanker` runs :func:`rank_snapshot` in a thread with its
 own snapshot while the crawl goes on: the products are scipy/numpy calls
 that release the GIL for most of their time, and the crawl's thread only
-waits for the (short) hand-over of the finished vectors.
+waits for the (short) hand-over of the finished vectors. The snapshot ends
+once the links are loaded, so the crawl's commits meanwhile reuse the
+pages they free.
 
 Score vectors are stored in the page database's ``scores`` table under the
 names ``pagerank``, ``authority`` and ``hub``, each with an info record
@@ -22,6 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -132,7 +135,8 @@ class Cancelled(Exception):
 
 def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None = None, version: int | None = None,
                   previous: Ranking | None = None, scores: np.ndarray | None = None,
-                  callback: Callable[[int, float], None] | None = None) -> Ranking:
+                  callback: Callable[[int, float], None] | None = None,
+                  snapshot: Callable[[], AbstractContextManager[Any]] | None = None) -> Ranking:
     """Compute the rankings of ``config`` on one snapshot of ``db``.
 
     Parameters
@@ -140,7 +144,8 @@ def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None =
     db : PageDB
     config : RankConfig
     txn : lmdb.Transaction, optional
-        Read transaction to use (default: a new one on the last commit).
+        Read transaction to use throughout (default: one opened by
+        ``snapshot`` and ended as soon as the links are loaded).
     version : int, optional
         Version of the result (default: one more than the stored one).
     previous : Ranking, optional
@@ -149,13 +154,16 @@ def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None =
         Content scores (default: read from ``db``'s page table).
     callback : callable(iteration, delta), optional
         Called after every iteration (it may raise to cancel).
+    snapshot : callable, optional
+        Opens the read transaction when ``txn`` is not given: ``db.snapshot``
+        (the default) in the writer's thread, ``db.reader`` in another.
 
     Returns
     -------
     Ranking
     """
     if txn is None:
-        with db.snapshot() as own:
+        with (snapshot or db.snapshot)() as own:
             inputs = _inputs(db, config, own, version, previous, scores)
             if inputs[4].streamed:
                 return _rank(config, *inputs, callback)
@@ -289,9 +297,9 @@ class BackgroundRanker:
         self._error: Exception | None = None
         self._cancel = threading.Event()
         self.started_at: float | None = None
-        # Closing the database stops a running ranking (its snapshot would
-        # outlive the environment otherwise); close waits for it to end.
-        db.on_close(self._cancel.set)
+        # Closing the database stops a running ranking and waits for it to
+        # end: its snapshot must not outlive the environment.
+        db.on_close(self.cancel)
 
     @property
     def running(self) -> bool:
@@ -310,8 +318,8 @@ class BackgroundRanker:
 
         def run() -> None:
             try:
-                with self.db.reader() as txn:
-                    self._result = rank_snapshot(self.db, self.config, txn, version, previous, scores, check)
+                self._result = rank_snapshot(self.db, self.config, None, version, previous, scores, check,
+                                             snapshot=self.db.reader)
             except Cancelled:
                 logger.info("ranking cancelled")
             except Exception as e:  # noqa: BLE001 - reported, the crawl goes on
