@@ -131,18 +131,20 @@ def pagerank(
         if x.shape != (n,) or not x.sum() > 0:
             x = r.copy()
         x /= x.sum()
+    scratch = np.empty(n)  # for x / degree and the change: see hits.py
     delta = np.inf
     it = 0
     while it < max_iter:
         it += 1
-        y = links.push(x * inv)
+        y = links.push(np.multiply(x, inv, out=scratch))
         y *= damping
         # Teleport plus dangling mass: all that did not flow along a link.
         if uniform:
             y += (1.0 - y.sum()) / n
         else:
             y += r * (1.0 - y.sum())
-        delta = float(np.abs(y - x).sum())
+        np.subtract(y, x, out=scratch)
+        delta = float(np.abs(scratch, out=scratch).sum())
         x = y
         if callback is not None:
             callback(it, delta)
