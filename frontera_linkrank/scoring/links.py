@@ -64,11 +64,12 @@ class LinkOperator(Protocol):
     def out_degree(self) -> np.ndarray: ...
 
     def push(self, x: np.ndarray) -> np.ndarray:
-        """``y[j] = sum(x[i] for links i -> j)``."""
+        """``y[j] = sum(x[i] for links i -> j)``, a new array (the rankers
+        reuse ``x``'s memory once it returns)."""
         ...
 
     def pull(self, y: np.ndarray) -> np.ndarray:
-        """``x[i] = sum(y[j] for links i -> j)``."""
+        """``x[i] = sum(y[j] for links i -> j)``, a new array."""
         ...
 
 
