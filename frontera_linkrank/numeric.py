@@ -25,6 +25,19 @@ def unique(a: ArrayLike) -> np.ndarray:
     return s[np.r_[True, s[1:] != s[:-1]]]
 
 
+def l1_change(new: np.ndarray, old: np.ndarray, scratch: np.ndarray) -> float:
+    """``|new - old|_1``, computed in ``scratch`` (an array like them).
+
+    For the rankers' iterations: a fresh temporary of a large vector each
+    iteration is memory the kernel maps and zeroes every time.
+
+    >>> l1_change(np.array([1.0, 2.0]), np.array([2.0, 0.0]), np.empty(2))
+    3.0
+    """
+    np.subtract(new, old, out=scratch)
+    return float(np.abs(scratch, out=scratch).sum())
+
+
 def top_k(x: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` largest values of ``x``, largest first, ties by
     lower index: ``np.argsort(-x, kind="stable")[:k]`` without sorting all

@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
+from ..numeric import l1_change
 from .links import LinkOperator
 from .pagerank import Progress, as_links
 
@@ -59,12 +60,6 @@ def _normalise(v: np.ndarray) -> np.ndarray:
     if s > 0:
         v /= s
     return v
-
-
-def _l1_change(new: np.ndarray, old: np.ndarray, scratch: np.ndarray) -> float:
-    """``|new - old|_1``, computed in ``scratch``."""
-    np.subtract(new, old, out=scratch)
-    return float(np.abs(scratch, out=scratch).sum())
 
 
 def relevance_vector(n: int, scores: ArrayLike | None = None, default: float = 1.0) -> np.ndarray | None:
@@ -110,16 +105,14 @@ def hits(
     r = relevance_vector(n, relevance)
     h = np.full(n, 1.0 / n)
     a = np.zeros(n)
-    # One scratch vector for the change: fresh temporaries of n floats
-    # each iteration are pages the kernel maps and zeroes every time.
-    diff = np.empty(n)
+    diff = np.empty(n)  # scratch for the relevance product and the change
     delta = np.inf
     it = 0
     while it < max_iter:
         it += 1
         a_new = _normalise(links.push(h))
         h_new = _normalise(links.pull(a_new if r is None else np.multiply(r, a_new, out=diff)))
-        delta = _l1_change(a_new, a, diff) + _l1_change(h_new, h, diff)
+        delta = l1_change(a_new, a, diff) + l1_change(h_new, h, diff)
         a, h = a_new, h_new
         if callback is not None:
             callback(it, delta)

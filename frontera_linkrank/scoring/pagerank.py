@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
+from ..numeric import l1_change
 from .links import LinkOperator, MatrixLinks
 
 # Called after each iteration with (iteration, L1 change): progress reports.
@@ -131,7 +132,7 @@ def pagerank(
         if x.shape != (n,) or not x.sum() > 0:
             x = r.copy()
         x /= x.sum()
-    scratch = np.empty(n)  # for x / degree and the change: see hits.py
+    scratch = np.empty(n)  # for x / degree and the change (see numeric.l1_change)
     delta = np.inf
     it = 0
     while it < max_iter:
@@ -143,8 +144,7 @@ def pagerank(
             y += (1.0 - y.sum()) / n
         else:
             y += r * (1.0 - y.sum())
-        np.subtract(y, x, out=scratch)
-        delta = float(np.abs(scratch, out=scratch).sum())
+        delta = l1_change(y, x, scratch)
         x = y
         if callback is not None:
             callback(it, delta)
