@@ -18,6 +18,7 @@ import numpy as np
 
 from ..numeric import top_k
 from ..storage.pagedb import PageDB
+from ..storage.vectors import top_rows
 from ..storage.vertices import F_SEED, STATE_NAMES
 from .common import Argv, books, open_db, parser, printable_url, scores, tool
 
@@ -58,7 +59,7 @@ def summary(db: PageDB, top: int = 10) -> dict[str, Any]:
         for name, values in ranked.items():
             best = top_k(values, top)
             urls = db.urls(best, txn)
-            out["top_pages"][name] = [{"index": int(i), "url": u, name: float(values[i])} for i, u in zip(best, urls)]
+            out["top_pages"][name] = top_rows(name, values, best, urls)
     hosts = v.host[:n].astype(np.int64)
     per_host = np.bincount(hosts, minlength=len(db.host_names))
     crawled = np.bincount(hosts, weights=(state == 2), minlength=len(db.host_names))

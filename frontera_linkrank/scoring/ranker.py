@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from ..numeric import top_k
+from ..storage.vectors import top_rows
 from .hits import hits
 from .links import database_links, snapshot_pages
 from .pagerank import pagerank
@@ -251,7 +252,7 @@ def store(db: PageDB, ranking: Ranking) -> None:
     reads it instead of the vector)."""
     for name, values in ranking.vectors.items():
         best = top_k(values, TOP_PAGES)
-        top = [{"index": int(i), "url": u, name: float(values[i])} for i, u in zip(best.tolist(), db.urls(best))]
+        top = top_rows(name, values, best, db.urls(best))
         db.write_scores({name: values}, ranking.info.get(name, {}), {name: top})
 
 

@@ -76,6 +76,13 @@ def write_scores(txn: Any, db: Any, vectors: Mapping[str, np.ndarray], info: Map
             txn.put(name.encode() + _TOP, json.dumps(tops[name]).encode(), db=db)
 
 
+def top_rows(name: str, values: np.ndarray, best: np.ndarray, urls: list[str | None]) -> list[dict[str, Any]]:
+    """A ranking's top list, ``[{"index", "url", name}]`` for the pages
+    ``best`` (largest first) and their ``urls``: the rows stored with a
+    vector and the ones ``stats`` lists."""
+    return [{"index": i, "url": u, name: float(values[i])} for i, u in zip(np.asarray(best).tolist(), urls)]
+
+
 def read_top(txn: Any, db: Any, name: str) -> list[Any] | None:
     """The list of top pages stored with vector ``name``, or None."""
     raw = txn.get(name.encode() + _TOP, db=db)
@@ -93,4 +100,4 @@ def names(txn: Any, db: Any) -> list[str]:
     return sorted(bytes(k)[: -len(_INFO)].decode() for k in keys if bytes(k).endswith(_INFO))
 
 
-__all__ = ["SCORE_CHUNK", "names", "read_info", "read_scores", "read_top", "write_scores"]
+__all__ = ["SCORE_CHUNK", "names", "read_info", "read_scores", "read_top", "top_rows", "write_scores"]

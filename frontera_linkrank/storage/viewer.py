@@ -72,8 +72,7 @@ def read_top(path: str, name: str, k: int) -> list[dict[str, Any]]:
             return []
         best = top_k(values, k)
         urls = [txn.get(key, db=dbs[b"urls"]) for key in page_keys(best)]
-    return [{"index": int(i), "url": None if u is None else Text().decode(u), name: float(values[i])}
-            for i, u in zip(best.tolist(), urls)]  # fmt: skip
+    return vectors.top_rows(name, values, best, [None if u is None else Text().decode(u) for u in urls])
 
 
 __all__ = ["read_metadata", "read_top"]
