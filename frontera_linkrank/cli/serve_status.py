@@ -77,6 +77,11 @@ def _finite(x: Any) -> Any:
     return x
 
 
+def encode(data: Any) -> bytes:
+    """A sample (or a part of it) as the JSON the endpoints send."""
+    return json.dumps(data, allow_nan=False, default=str).encode()
+
+
 def top_pages(path: str, infos: dict[str, dict[str, Any]], tops: dict[str, list[Any] | None], top: int,
               cache: dict[str, tuple[Any, list[dict[str, Any]]]]) -> dict[str, list[dict[str, Any]]]:
     """The top pages of each stored ranking vector: the list stored with it,
@@ -218,7 +223,7 @@ class Sampler:
             self.history.append(point)
         doc["history"] = list(self.history)
         self.doc = _finite(doc)
-        self.doc_json = json.dumps(self.doc, allow_nan=False, default=str).encode()  # what the page reads, once
+        self.doc_json = encode(self.doc)  # what the page reads, once
         return self.doc
 
     def _timed_sample(self) -> float:
@@ -318,7 +323,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._send(404, b"not found: see / and /api/status\n", "text/plain; charset=utf-8", head=head)
 
     def _json(self, data: Any, head: bool) -> None:
-        self._send(200, json.dumps(data, allow_nan=False, default=str).encode(), "application/json", head=head)
+        self._send(200, encode(data), "application/json", head=head)
 
     def _send(self, code: int, body: bytes, ctype: str, headers: dict[str, str] | None = None,
               head: bool = False) -> None:  # fmt: skip
