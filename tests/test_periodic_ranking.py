@@ -161,8 +161,8 @@ def active_readers(env):
 def test_a_background_ranking_iterates_without_a_snapshot(make_backend, monkeypatch):
     """A background ranking ends its read transaction once the links are
     loaded. LMDB cannot reuse a page freed after a reader began while that
-    reader lasts: a snapshot held through the iterations made every commit
-    meanwhile grow the file (the database twice the size of its tables)."""
+    reader lasts: a snapshot held through the iterations would make every
+    commit meanwhile grow the file (to twice the size of its tables)."""
     readers = []
     real = ranker_module.pagerank
 
