@@ -25,6 +25,7 @@ reason; each repair is one line, and the checks run again after.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import math
 import os
 import sys
@@ -35,6 +36,7 @@ import numpy as np
 from ..core.codec import malformed_parts
 from ..numeric import unique
 from ..storage.errors import LMDB_DAMAGE
+from ..storage.fpindex import marked_written, read_marks
 from ..storage.identity import SECTION, key_for, key_scheme, stored_request_key
 from ..storage.packed import Unreadable
 from ..storage.pagedb import CorruptDatabase, PageDB
@@ -90,6 +92,47 @@ def check_cash(db: PageDB) -> list[str]:
     return out
 
 
+def check_fingerprint_table(db: PageDB, txn: object, fps: np.ndarray) -> list[str]:
+    """The ``fps`` table a crawl finds its pages by: every entry names the
+    page whose fingerprint it is, and every page before the metadata's
+    ``fps_from`` or its key range's mark has its entry (later ones may be
+    held in memory by the crawl that wrote them, which reads them back when
+    it opens)."""
+    n = len(fps)
+    start = db.meta.get("fps_from", n)
+    if not isinstance(start, int) or not 0 <= start <= n:
+        return [f"fps_from {start!r} is not a page index"]
+    row = np.dtype([("key", "V20"), ("page", ">u8")])
+    present = np.zeros(n, bool)
+    wrong = 0
+    cur = txn.cursor(db=db.dbs[b"fps"])  # type: ignore[attr-defined]
+    entries = iter(cur)
+    while True:
+        chunk = list(map(b"".join, itertools.islice(entries, 1 << 20)))
+        if not chunk:
+            break
+        sizes = np.fromiter(map(len, chunk), np.int64, len(chunk))
+        wrong += int((sizes != row.itemsize).sum())
+        got = np.frombuffer(b"".join(c for c in chunk if len(c) == row.itemsize), row)
+        page = got["page"]
+        inside = page < n
+        wrong += int((~inside).sum())
+        page = page[inside].astype(np.int64)
+        same = (fps[page].view(np.uint8).reshape(-1, 20) == got["key"][inside].view(np.uint8).reshape(-1, 20)).all(1)
+        wrong += int((~same).sum())
+        present[page[same]] = True
+    out = []
+    if wrong:
+        out.append(f"{wrong} entries of the fingerprint table do not name the page whose key they are")
+    # Later pages must be there too if their key range was written since.
+    must = np.concatenate([np.ones(start, bool), marked_written(read_marks(txn, db.dbs.get(b"fpsmarks")),
+                                                                fps[start:], start)])
+    missing = np.flatnonzero(must & ~present)
+    if len(missing):
+        out.append(f"{len(missing)} pages missing from the fingerprint table (first: index {int(missing[0])})")
+    return out
+
+
 def check_pages(db: PageDB, urls_too: bool) -> list[str]:
     """Page records, URLs, fingerprints, hosts, parents and crawl records."""
     v, n = db.vertices, db.n_pages
@@ -108,6 +151,7 @@ def check_pages(db: PageDB, urls_too: bool) -> list[str]:
             out.append(f"{n - len(set(keys))} duplicate fingerprints")
         if len(db.fp_index) != n:
             out.append("fingerprint index and page count differ")
+        out += check_fingerprint_table(db, txn, v.fp[:n])
         host = v.host[:n]
         if n and host.max() >= len(db.host_names):
             out.append(f"{int((host >= len(db.host_names)).sum())} pages point to missing hosts")
@@ -215,13 +259,14 @@ def repair(path: str) -> list[str]:
                 right = right_key(db, i, txn)
                 if right is not None and right != bytes(v.fp[i]):
                     wrong[i] = (u, right)
+            table = check_fingerprint_table(db, txn, v.fp[:n])
+        if table:
+            db.rewrite_fingerprint_table()
+            lines.append(f"fingerprint table rewritten ({'; '.join(table)})")
         for i, (u, right) in wrong.items():
-            key = bytes(v.fp[i])
             j = db.find(right)
             if j is None:
-                v.fp[i] = np.frombuffer(right, "V20")[0]
-                del db.fp_index[key]
-                db.fp_index[right] = i
+                db.rekey(i, right)
                 lines.append(f"page {i} ({u}): key rewritten to its own {right.hex()}")
             else:
                 give_up(db, i, f"duplicate of page {j}: its key was not its request's")

@@ -24,7 +24,7 @@ TABLES = (
     b"meta", b"vertices", b"vlog", b"urls", b"requests", b"hosts", b"edges", b"errors", b"scores",
     b"visits", b"validators",
 )  # fmt: skip
-SPARE_TABLES = 4  # room for tables that features declare later (max_dbs)
+SPARE_TABLES = 8  # room for tables that features declare later (max_dbs)
 
 
 def check_path(path: str, readonly: bool) -> None:
@@ -175,5 +175,18 @@ def table_handle(env: Any, dbs: dict[bytes, Any], name: bytes, readonly: bool) -
     return dbs.get(name)
 
 
+def reserve(env: Any, remap_lock: Any, fraction: float) -> None:
+    """Double the map size of ``env`` (under ``remap_lock``) until at least
+    ``fraction`` of it is free."""
+    info, stat = env.info(), env.stat()
+    used = (info["last_pgno"] + 1) * stat["psize"]
+    size = info["map_size"]
+    while size - used < fraction * size:
+        size *= 2
+    if size != info["map_size"]:
+        with remap_lock:
+            env.set_mapsize(size)
+
+
 __all__ = ["SPARE_TABLES", "TABLES", "begin_read", "check_path", "clear_stale_readers", "open_env", "open_tables",
-           "table_handle", "write_error"]
+           "reserve", "table_handle", "write_error"]

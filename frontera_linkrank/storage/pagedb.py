@@ -7,7 +7,7 @@ Named databases inside the environment:
 ``vertices``   the checkpoint of the pages' hot fields, see :mod:`.pagelog`
 ``vlog``       hot records changed since the checkpoint, see :mod:`.pagelog`
 ``pages``      the pages' cold fields, one value per page, see :mod:`.coldrecords`
-``fps``        fingerprint -> page index, see :mod:`.fpindex`
+``fps``        fingerprint -> page index; ``fpsmarks``: how far it is written, see :mod:`.fpindex`
 ``urls``       page index (8-byte big-endian) -> URL (UTF-8)
 ``hosts``      host name -> host id, see :mod:`.hosts`
 ``edges``      blocks of out-links, see :mod:`.edges`
@@ -65,7 +65,7 @@ logger = logging.getLogger(__name__)
 
 # Tables of storage itself: not side tables.
 _OWN_TABLES = frozenset(("meta", "vertices", "vlog", "urls", "hosts", "edges", "scores", "hostpages", "pages",
-                         "fps"))
+                         "fps", "fpsmarks"))
 
 
 class PageDB(FeatureTables, PageRecords):
@@ -163,7 +163,8 @@ class PageDB(FeatureTables, PageRecords):
         handle = environment.table_handle
         self._host_pages = HostPages(handle(self.env, dbs, b"hostpages", self.readonly))
         self._pages = handle(self.env, dbs, b"pages", self.readonly)
-        self._fps = FingerprintIndex(handle(self.env, dbs, b"fps", self.readonly), self.snapshot)
+        fps, marks = (handle(self.env, dbs, t, self.readonly) for t in (b"fps", b"fpsmarks"))
+        self._fps = FingerprintIndex(fps, self.snapshot, marks)
         self.cold: ColdRecords | TableColdRecords = (
             ColdRecords(self._pages, self.snapshot) if self.compact else TableColdRecords(self.vertices, self.touch)
         )
@@ -192,12 +193,14 @@ class PageDB(FeatureTables, PageRecords):
             with begin_read(self.env, buffers=True) as txn:
                 self._load(txn)
         self._fp_index: dict[bytes, int] | None = None
+        self._rekeyed, self._rewrite_fps = [], False
         for table in self._tables.values():
             table.discard()
         self._host_pages.discard()
         self._fps.discard()
         if isinstance(self.cold, ColdRecords):
             self.cold.written()
+            self._restore_fingerprints()
         else:
             self.cold = TableColdRecords(self.vertices, self.touch)
         self._committed_n = self.n_pages
@@ -435,10 +438,10 @@ class PageDB(FeatureTables, PageRecords):
             if cold is None:
                 assert isinstance(self.cold, ColdRecords)
                 self.cold.write(txn)
-                self._fps.write(txn)
+                doc["fps_from"] = self._fps.write(txn, n)
             else:
                 txn.cursor(db=self._pages).putmulti(cold[0])
-                txn.cursor(db=self._fps.db).putmulti(cold[1])
+                self._write_fingerprints(txn, cold[1], doc)
             installed, doc["edge_seq"] = self.edges.write(txn)
             doc["vlog_seq"] = plan.seq
             txn.put(b"meta", encode_meta(doc), db=self.dbs[b"meta"])
@@ -455,6 +458,7 @@ class PageDB(FeatureTables, PageRecords):
             table.discard()
         self._meta.install(doc)
         self._committed_n = n
+        self._rekeyed, self._rewrite_fps = [], False
 
     def _write(self, write: Callable[[Any], Any]) -> Any:
         """``write(txn)`` in a write transaction, growing the map and
@@ -484,14 +488,7 @@ class PageDB(FeatureTables, PageRecords):
         """Grow the map now if less than ``fraction`` of it is free, so that
         commits made while another thread holds a :meth:`reader` do not
         have to wait for it."""
-        info, stat = self.env.info(), self.env.stat()
-        used = (info["last_pgno"] + 1) * stat["psize"]
-        size = info["map_size"]
-        while size - used < fraction * size:
-            size *= 2
-        if size != info["map_size"]:
-            with self._remap_lock:
-                self.env.set_mapsize(size)
+        environment.reserve(self.env, self._remap_lock, fraction)
 
 
 __all__ = [

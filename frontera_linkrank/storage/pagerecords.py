@@ -16,8 +16,9 @@ every field of every page is loaded into :attr:`PageDB.vertices`, and
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from ..numeric import unique
 from .coldrecords import ColdRecords, CompactTable
 from .environment import begin_read
 from .errors import CorruptDatabase, PageDBError
-from .keys import page_keys
+from .keys import page_key, page_keys
 from .meta import SCHEMA_VERSION
 from .meta import decode as decode_meta
 from .meta import encode as encode_meta
@@ -48,6 +49,9 @@ class PageRecords:
         @property
         def n_pages(self) -> int: ...  # PageDB's
 
+        @property
+        def meta(self) -> Mapping[str, Any]: ...  # PageDB's
+
     # Set by PageDB.
     compact: bool
     vertices: Any
@@ -57,6 +61,8 @@ class PageRecords:
     path: str
     _fps: Any
     _fp_index: dict[bytes, int] | None
+    _rekeyed: list[tuple[bytes, bytes, int]]  # (old key, new key, page) to write at the next commit
+    _rewrite_fps: bool  # write the whole fps table at the next commit
     _host_pages: Any
     _pages: Any
     _urls: Any
@@ -116,6 +122,30 @@ class PageRecords:
         with begin_read(self.env, buffers=True) as rtxn:
             self._load(rtxn)
 
+    def _restore_fingerprints(self) -> None:
+        """A compact writer opening: the pages from the metadata's
+        ``fps_from`` on may be missing from the ``fps`` table (it is written
+        behind, see :mod:`.fpindex`); their fingerprints are read from
+        their records and those the table lacks are held pending."""
+        n = self.n_pages
+        start = self.meta.get("fps_from", n)
+        if not isinstance(start, int) or not 0 <= start <= n:
+            raise CorruptDatabase(f"{self.path}: fps_from {start!r} is not a page index (corrupt database)")
+        if start == n:
+            return
+        row = np.dtype([("key", ">u8"), ("record", COLD_RECORD)])
+        with begin_read(self.env, buffers=True) as txn, self._damage("page records"):
+            cur = txn.cursor(db=self._pages)
+            cur.set_range(page_key(start))
+            rows = b"".join(map(b"".join, itertools.islice(cur.iternext(), n - start)))
+            if len(rows) != (n - start) * row.itemsize:
+                raise CorruptDatabase(f"{self.path}: page records {start}..{n - 1} missing or damaged "
+                                      "(corrupt database)")
+            got = np.frombuffer(rows, row)
+            if not np.array_equal(got["key"], np.arange(start, n, dtype=np.uint64)):
+                raise CorruptDatabase(f"{self.path}: page records {start}..{n - 1} missing (corrupt database)")
+            self._fps.restore(txn, got["record"]["fp"], start)
+
     def _list_hosts(self) -> None:
         """A database written before pages were listed by host: list them
         (once; written with the next commit)."""
@@ -148,6 +178,54 @@ class PageRecords:
                 return self._fps.find_many(fps)
         get = self.fp_index.get
         return [get(fp) for fp in fps]
+
+    def rekey(self, i: int, key: bytes) -> None:
+        """Give page ``i`` the 20-byte fingerprint ``key`` (a repair, by a
+        tool): its record and the ``fps`` table change at the next commit.
+
+        Raises
+        ------
+        ValueError
+            ``key`` is another page's.
+        """
+        if self.compact:
+            raise PageDBError("a compact page database does not re-key pages")
+        index = self.fp_index
+        if index.get(key, i) != i:
+            raise ValueError(f"fingerprint {key.hex()} is page {index[key]}'s")
+        old = bytes(self.vertices.fp[i])
+        self.vertices.fp[i] = np.frombuffer(key, "V20")[0]
+        if index.get(old) == i:
+            del index[old]
+        index[key] = i
+        self._rekeyed.append((old, key, i))
+        self.touch(i)
+
+    def rewrite_fingerprint_table(self) -> None:
+        """Write the ``fps`` table anew from the pages' fingerprints at the
+        next commit (a repair, by a tool)."""
+        if self.compact:
+            raise PageDBError("a compact page database does not rewrite its fingerprint table")
+        self._rewrite_fps = True
+
+    def _write_fingerprints(self, txn: Any, new: list, doc: dict) -> None:
+        """A writer holding every field: this batch's new pages, the pages a
+        crawl had not written yet (from ``fps_from``), re-keyed pages, or
+        the whole table; the table is then complete."""
+        cur = txn.cursor(db=self._fps.db)
+        n, start = self.n_pages, doc.get("fps_from", self._committed_n)
+        if self._rewrite_fps:
+            txn.drop(self._fps.db, delete=False)
+            start = 0
+        if start < self._committed_n:
+            fps = self.vertices.fingerprints()
+            cur.putmulti(sorted(zip(fps[start : self._committed_n], page_keys(range(start, self._committed_n)))))
+        cur.putmulti(new)
+        for old, key, i in self._rekeyed:
+            if cur.set_key(old) and bytes(cur.value()) == page_key(i):
+                cur.delete()
+            cur.put(key, page_key(i))
+        doc["fps_from"] = n
 
     def fingerprints_of(self, pages: Any) -> np.ndarray:
         """Fingerprints (``V20``) of ``pages``."""

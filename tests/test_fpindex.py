@@ -1,0 +1,149 @@
+"""The fingerprint index of a crawl, written behind: every committed page is
+found after every commit and after reopening, and the table catches up."""
+
+import hashlib
+import subprocess
+import sys
+import textwrap
+
+import lmdb
+import numpy as np
+
+from frontera_linkrank.storage.keys import key_page
+from frontera_linkrank.storage.pagedb import PageDB
+
+HOST = "h.test"
+
+
+def fps_of(urls):
+    return [hashlib.sha1(u.encode()).digest() for u in urls]
+
+
+def add_batch(db, start, k):
+    urls = [f"http://{HOST}/{i}" for i in range(start, start + k)]
+    return db.add_pages(fps_of(urls), urls, [db.host_id(HOST)] * k)
+
+
+def table(db):
+    """The ``fps`` table as it is on disk: fingerprint -> page."""
+    with db.snapshot() as txn:
+        return {bytes(k): key_page(v) for k, v in txn.cursor(db=db.dbs[b"fps"])}
+
+
+def check(db):
+    n = db.n_pages
+    fps = fps_of([f"http://{HOST}/{i}" for i in range(n)])
+    assert db.find_many(fps) == list(range(n))  # every page found, by the index in memory or on disk
+    on_disk = table(db)
+    start = db.meta["fps_from"]
+    assert 0 <= start <= n
+    # Every page before fps_from is in the table; each entry names its own page.
+    assert all(on_disk.get(fp) == i for i, fp in enumerate(fps[:start]))
+    assert all(fps[i] == fp for fp, i in on_disk.items())
+    return len(on_disk), start
+
+
+def test_every_page_is_found_after_each_commit_and_the_table_catches_up(tmp_path):
+    path = tmp_path / "db"
+    sizes = []
+    with PageDB(path, sync=False, compact=True) as db:
+        for b in range(60):
+            add_batch(db, db.n_pages, 500)
+            db.commit()
+            if b % 10 == 9:
+                sizes.append(check(db))
+        # The ranges split as the table grew: writes are spread over many.
+        assert db._fps._bits >= 3
+        held = len(db._fps.pending)
+    entries, start = sizes[-1]
+    n = 60 * 500
+    assert entries + held == n  # nothing both held and written, nothing lost
+    assert 0 < held < n // 5  # written behind, and not far behind
+    assert start < n
+
+
+def test_reopening_restores_what_the_table_lacks(tmp_path):
+    path = tmp_path / "db"
+    with PageDB(path, sync=False, compact=True) as db:
+        for _ in range(40):
+            add_batch(db, db.n_pages, 500)
+            db.commit()
+        held = dict(db._fps.pending)
+    assert held
+    with PageDB(path, sync=False, compact=True) as db:
+        assert db._fps.pending == held  # read back from the page records
+        check(db)
+        add_batch(db, db.n_pages, 500)
+        db.commit()
+        check(db)
+    with PageDB(path, readonly=True) as db:  # tools see every page either way
+        assert db.find_many(fps_of([f"http://{HOST}/{i}" for i in range(db.n_pages)])) == list(range(20500))
+
+
+def test_a_killed_writer_loses_no_page_of_the_index(tmp_path):
+    path = tmp_path / "db"
+    script = textwrap.dedent(f"""
+        import hashlib, os
+        from frontera_linkrank.storage.pagedb import PageDB
+        db = PageDB({str(path)!r}, sync=False, compact=True)
+        for b in range(30):
+            urls = [f"http://{HOST}/{{i}}" for i in range(db.n_pages, db.n_pages + 500)]
+            db.add_pages([hashlib.sha1(u.encode()).digest() for u in urls], urls, [db.host_id({HOST!r})] * 500)
+            db.commit()
+        urls = [f"http://{HOST}/uncommitted/{{i}}" for i in range(100)]
+        db.add_pages([hashlib.sha1(u.encode()).digest() for u in urls], urls, [db.host_id({HOST!r})] * 100)
+        os.kill(os.getpid(), 9)
+    """)
+    done = subprocess.run([sys.executable, "-c", script])
+    assert done.returncode == -9
+    with PageDB(path, sync=False, compact=True) as db:
+        assert db.n_pages == 15000
+        assert db._fps.pending  # the run was killed with pages held
+        check(db)
+        assert db.find_many(fps_of([f"http://{HOST}/uncommitted/0"])) == [None]
+        add_batch(db, db.n_pages, 500)
+        db.commit()
+        check(db)
+
+
+def test_key_ranges_are_the_top_bits():
+    from frontera_linkrank.storage.fpindex import key_ranges
+
+    fps = [bytes([b]) + bytes(19) for b in (0x00, 0x3F, 0x40, 0xFF)]
+    assert key_ranges(fps, 2).tolist() == [0, 0, 1, 3]
+    assert key_ranges(fps, 0).tolist() == [0, 0, 0, 0]
+    assert np.array_equal(key_ranges([], 5), np.zeros(0, np.int64))
+
+
+def test_page_db_check_finds_a_page_the_table_lost_and_repair_writes_it(tmp_path, capsys):
+    from frontera_linkrank.cli.check import main as page_db_check
+    from frontera_linkrank.storage.fpindex import marked_written, read_marks
+
+    path = tmp_path / "db"
+    with PageDB(path, sync=False, compact=True) as db:
+        for _ in range(40):
+            add_batch(db, db.n_pages, 500)
+            db.commit()
+        start = db.meta["fps_from"]
+        with db.snapshot() as txn:
+            marks = read_marks(txn, db.dbs[b"fpsmarks"])
+        # A page after fps_from whose range was written since: the check must expect it too.
+        later = start + int(np.flatnonzero(marked_written(marks, db.fingerprints_of(np.arange(start, db.n_pages)),
+                                                          start))[0])
+    assert page_db_check([str(path), "--no-urls"]) == 0
+    capsys.readouterr()
+    lmdb_env = lmdb.open(str(path), max_dbs=32)
+    fps_table = lmdb_env.open_db(b"fps")
+    with lmdb_env.begin(write=True) as txn:
+        for i in (3, later):
+            assert txn.delete(fps_of([f"http://{HOST}/{i}"])[0], db=fps_table)
+    lmdb_env.close()
+    assert page_db_check([str(path), "--no-urls"]) == 1
+    out = capsys.readouterr().out
+    assert "2 pages missing from the fingerprint table (first: index 3)" in out, out
+    assert page_db_check([str(path), "--repair"]) == 0
+    out = capsys.readouterr().out
+    assert "fingerprint table rewritten" in out and "OK" in out, out
+    with PageDB(path, sync=False, compact=True) as db:
+        assert not db._fps.pending  # the repair wrote every page
+        check(db)
