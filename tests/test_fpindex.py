@@ -147,3 +147,20 @@ def test_page_db_check_finds_a_page_the_table_lost_and_repair_writes_it(tmp_path
     with PageDB(path, sync=False, compact=True) as db:
         assert not db._fps.pending  # the repair wrote every page
         check(db)
+
+
+def test_a_tool_writing_the_database_completes_the_table(tmp_path):
+    path = tmp_path / "db"
+    with PageDB(path, sync=False, compact=True) as db:
+        for _ in range(40):
+            add_batch(db, db.n_pages, 500)
+            db.commit()
+        assert db.meta["fps_from"] < db.n_pages
+    with PageDB(path, sync=False) as db:  # every field in memory: import, rank, --repair
+        add_batch(db, db.n_pages, 10)
+        db.commit()
+        assert db.meta["fps_from"] == db.n_pages == 20010
+        assert len(table(db)) == 20010
+    with PageDB(path, sync=False, compact=True) as db:
+        assert not db._fps.pending
+        check(db)

@@ -19,11 +19,13 @@ Each commit also writes the range holding the oldest held page, so that
 none waits forever.
 
 Nothing is lost by deferring: a page's fingerprint is in its record (the
-``pages`` table) from the commit that created it, and the metadata's
+``pages`` table) from the commit that created it; the metadata's
 ``fps_from`` (:meth:`FingerprintIndex.write` returns it) is the first page
-that may be missing from the table. Opening a database re-reads the
-fingerprints of the pages from there on that the table lacks
-(:meth:`FingerprintIndex.restore`).
+that may be missing from the table, and the ``fpsmarks`` table holds each
+key range's *mark*, the page count when the range was last written (its
+pages below are in the table). Opening a database re-reads the
+fingerprints of the pages from ``fps_from`` on and holds again those
+created after their range's mark (:meth:`FingerprintIndex.restore`).
 
 Examples
 --------
@@ -53,15 +55,17 @@ from .keys import key_page, page_keys
 _NONE = np.iinfo(np.int64).max  # "no pending page" in the per-range minimum
 
 
-def key_ranges(fps: Sequence[bytes], bits: int) -> np.ndarray:
-    """Key range (the top ``bits`` bits) of each 20-byte fingerprint.
+def key_ranges(fps: Sequence[bytes] | np.ndarray, bits: int) -> np.ndarray:
+    """Key range (the top ``bits`` bits) of each 20-byte fingerprint (a
+    sequence of bytes, or an array of ``V20``).
 
     >>> key_ranges([b"\\x80" + b"\\0" * 19, b"\\x7f" + b"\\0" * 19], 1).tolist()
     [1, 0]
     """
     if not bits or not len(fps):
         return np.zeros(len(fps), np.int64)
-    head = np.frombuffer(b"".join(fps), np.dtype([("head", ">u4"), ("rest", "V16")]))["head"]
+    raw = fps.tobytes() if isinstance(fps, np.ndarray) else b"".join(fps)
+    head = np.frombuffer(raw, np.dtype([("head", ">u4"), ("rest", "V16")]))["head"]
     return (head >> np.uint32(32 - bits)).astype(np.int64)
 
 
@@ -107,9 +111,7 @@ def marked_written(marks: np.ndarray | None, fps: np.ndarray, start: int) -> np.
     ``V20``) the marks say are in the table (none without marks)."""
     if marks is None:
         return np.zeros(len(fps), bool)
-    raw = fps.tobytes()
-    ranges = key_ranges([raw[k : k + 20] for k in range(0, len(raw), 20)], len(marks).bit_length() - 1)
-    return np.arange(start, start + len(fps)) < marks[ranges]
+    return np.arange(start, start + len(fps)) < marks[key_ranges(fps, len(marks).bit_length() - 1)]
 
 
 class FingerprintIndex:
@@ -286,11 +288,11 @@ class FingerprintIndex:
     def _regroup(self) -> None:
         """Group the held pages by the key ranges of the current bits."""
         held = list(self.pending.items())
-        self.discard_pending(1 << self._bits)
+        self._discard_pending(1 << self._bits)
         for (fp, i), r in zip(held, key_ranges([fp for fp, _ in held], self._bits).tolist()):
             self._hold(fp, i, r)
 
-    def discard_pending(self, n_ranges: int) -> None:
+    def _discard_pending(self, n_ranges: int) -> None:
         """Hold nothing, in ``n_ranges`` empty ranges."""
         self.pending = {}
         self._ranges = [[] for _ in range(n_ranges)]
@@ -311,7 +313,7 @@ class FingerprintIndex:
         else:
             self._bits, self._mark = int(len(marks)).bit_length() - 1, marks
             held = ~marked_written(marks, fps, start)
-        self.discard_pending(len(self._mark))
+        self._discard_pending(len(self._mark))
         self._marks_stale = marks is None
         for k in np.flatnonzero(held).tolist():
             self._hold(keys[k], int(pages[k]), 0)
@@ -336,7 +338,7 @@ class FingerprintIndex:
         self.new = {}
         self._cache.clear()
         self._bits = 0
-        self.discard_pending(1)
+        self._discard_pending(1)
         self._mark = np.zeros(1, np.int64)
         self._marks_stale = True
         self._plan = None

@@ -212,14 +212,15 @@ class PageRecords:
         """A writer holding every field: this batch's new pages, the pages a
         crawl had not written yet (from ``fps_from``), re-keyed pages, or
         the whole table; the table is then complete."""
-        cur = txn.cursor(db=self._fps.db)
         n, start = self.n_pages, doc.get("fps_from", self._committed_n)
         if self._rewrite_fps:
             txn.drop(self._fps.db, delete=False)
             start = 0
-        if start < self._committed_n:
-            fps = self.vertices.fingerprints()
-            cur.putmulti(sorted(zip(fps[start : self._committed_n], page_keys(range(start, self._committed_n)))))
+        cur = txn.cursor(db=self._fps.db)
+        for lo in range(start, self._committed_n, 1 << 20):  # in slices: a list of 20-byte keys costs 60 bytes each
+            hi = min(lo + (1 << 20), self._committed_n)
+            raw = self.vertices.fp[lo:hi].tobytes()
+            cur.putmulti(sorted(zip([raw[k : k + 20] for k in range(0, len(raw), 20)], page_keys(range(lo, hi)))))
         cur.putmulti(new)
         for old, key, i in self._rekeyed:
             if cur.set_key(old) and bytes(cur.value()) == page_key(i):
