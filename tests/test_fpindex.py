@@ -43,6 +43,16 @@ def check(db):
     return len(on_disk), start
 
 
+def written_behind(path, batches=40):
+    """A crawl's writer adds ``batches`` batches of 500 pages, committing
+    each; returns the pages it held at the end and its ``fps_from``."""
+    with PageDB(path, sync=False, compact=True) as db:
+        for _ in range(batches):
+            add_batch(db, db.n_pages, 500)
+            db.commit()
+        return dict(db._fps.pending), db.meta["fps_from"]
+
+
 def test_every_page_is_found_after_each_commit_and_the_table_catches_up(tmp_path):
     path = tmp_path / "db"
     sizes = []
@@ -64,11 +74,7 @@ def test_every_page_is_found_after_each_commit_and_the_table_catches_up(tmp_path
 
 def test_reopening_restores_what_the_table_lacks(tmp_path):
     path = tmp_path / "db"
-    with PageDB(path, sync=False, compact=True) as db:
-        for _ in range(40):
-            add_batch(db, db.n_pages, 500)
-            db.commit()
-        held = dict(db._fps.pending)
+    held, _ = written_behind(path)
     assert held
     with PageDB(path, sync=False, compact=True) as db:
         assert db._fps.pending == held  # read back from the page records
@@ -120,16 +126,12 @@ def test_page_db_check_finds_a_page_the_table_lost_and_repair_writes_it(tmp_path
     from frontera_linkrank.storage.fpindex import marked_written, read_marks
 
     path = tmp_path / "db"
-    with PageDB(path, sync=False, compact=True) as db:
-        for _ in range(40):
-            add_batch(db, db.n_pages, 500)
-            db.commit()
-        start = db.meta["fps_from"]
+    _, start = written_behind(path)
+    with PageDB(path, readonly=True) as db:
         with db.snapshot() as txn:
             marks = read_marks(txn, db.dbs[b"fpsmarks"])
         # A page after fps_from whose range was written since: the check must expect it too.
-        later = start + int(np.flatnonzero(marked_written(marks, db.fingerprints_of(np.arange(start, db.n_pages)),
-                                                          start))[0])
+        later = start + int(np.flatnonzero(marked_written(marks, db.vertices.fp[start : db.n_pages], start))[0])
     assert page_db_check([str(path), "--no-urls"]) == 0
     capsys.readouterr()
     lmdb_env = lmdb.open(str(path), max_dbs=32)
@@ -151,11 +153,7 @@ def test_page_db_check_finds_a_page_the_table_lost_and_repair_writes_it(tmp_path
 
 def test_a_tool_writing_the_database_completes_the_table(tmp_path):
     path = tmp_path / "db"
-    with PageDB(path, sync=False, compact=True) as db:
-        for _ in range(40):
-            add_batch(db, db.n_pages, 500)
-            db.commit()
-        assert db.meta["fps_from"] < db.n_pages
+    assert written_behind(path)[1] < 20000
     with PageDB(path, sync=False) as db:  # every field in memory: import, rank, --repair
         add_batch(db, db.n_pages, 10)
         db.commit()
