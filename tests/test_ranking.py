@@ -95,35 +95,6 @@ def test_hits_agrees_with_scipy(graph_and_db, mode):
     assert np.abs(r.authorities - ref_a).sum() < 1e-6
 
 
-def test_hits_from_the_last_hubs_agrees_in_fewer_iterations(graph_and_db):
-    """The background ranker starts HITS from the last ranking's hubs: on
-    the graph grown since (here: the first 80% of the pages, then all),
-    it reaches the same scores as from uniform hubs, in fewer steps."""
-    _, db, a = graph_and_db
-    n = a.shape[0]
-    m = int(0.8 * n)
-    ref_h, ref_a = reference_hits(a)
-    before = hits(a[:m, :m].tocsr(), tol=1e-10, max_iter=5000)
-    h0 = np.concatenate([before.hubs, np.full(n - m, 1.0 / n)])
-    cold, warm = hits(a, tol=1e-10, max_iter=5000), hits(a, tol=1e-10, max_iter=5000, h0=h0)
-    assert warm.converged and warm.iterations < cold.iterations
-    assert np.abs(warm.hubs - ref_h).sum() < 1e-6
-    assert np.abs(warm.authorities - ref_a).sum() < 1e-6
-
-
-def test_a_ranking_starts_from_the_last_one(graph_and_db):
-    _, db, a = graph_and_db
-    ref_h, ref_a = reference_hits(a)
-    config = RankConfig.from_settings(LinkRankSettings(RANK_TOLERANCE=1e-10), ("pagerank", "hits"))
-    with db.snapshot() as txn:
-        first = rank_snapshot(db, config, txn)
-        again = rank_snapshot(db, config, txn, previous=first)
-    assert first.info["hub"]["iterations"] > 5
-    assert again.info["hub"]["iterations"] <= 2 and again.info["pagerank"]["iterations"] <= 2
-    assert np.abs(again.vectors["hub"] - ref_h).sum() < 1e-6
-    assert np.abs(again.vectors["authority"] - ref_a).sum() < 1e-6
-
-
 def test_topic_hits_agrees_with_scipy(graph_and_db):
     _, db, a = graph_and_db
     n = a.shape[0]

@@ -7,13 +7,9 @@ PageRank's, and comparable across recomputations). ``r_j`` is the content
 score in [0, 1] (all 1 for plain HITS): an irrelevant page passes no
 authority back to the hubs linking to it (Bharat & Henzinger, "Improved
 algorithms for topic distillation in a hyperlinked environment", SIGIR
-1998). Iteration starts from uniform hubs, or from given ones (the last
-ranking's, extended to the new pages: fewer iterations), and stops when
-the L1 change of hubs plus authorities is below ``tol``, or after
-``max_iter`` iterations. Where the top singular value of the link matrix
-is simple, as on any web of size, every start with some weight on its
-hubs converges to the same scores; where it is repeated (two identical
-link structures apart), the mix of them depends on the start.
+1998). Iteration starts from uniform hubs
+and stops when the L1 change of hubs plus authorities is below ``tol``, or
+after ``max_iter`` iterations.
 
 Examples
 --------
@@ -66,20 +62,6 @@ def _normalise(v: np.ndarray) -> np.ndarray:
     return v
 
 
-def start_vector(n: int, h0: ArrayLike | None) -> np.ndarray:
-    """The starting hubs: ``h0`` normalised (a copy), or uniform when it is
-    not given, or unusable (wrong length, negative, not finite, all zero).
-
-    >>> start_vector(3, [1, 0, 3]).tolist(), start_vector(2, None).tolist(), start_vector(2, [0, 0]).tolist()
-    ([0.25, 0.0, 0.75], [0.5, 0.5], [0.5, 0.5])
-    """
-    if h0 is not None:
-        h = np.array(h0, np.float64)
-        if h.shape == (n,) and np.isfinite(h).all() and (h >= 0).all() and h.sum() > 0:
-            return h / h.sum()
-    return np.full(n, 1.0 / n)
-
-
 def relevance_vector(n: int, scores: ArrayLike | None = None, default: float = 1.0) -> np.ndarray | None:
     """Content scores clipped to [0, 1]; pages without one (nan) count
     ``default`` (1: an unknown page is not presumed off-topic)."""
@@ -97,7 +79,6 @@ def hits(
     tol: float = 1e-8,
     max_iter: int = 200,
     callback: Progress | None = None,
-    h0: ArrayLike | None = None,
 ) -> HitsResult:
     """HITS of ``graph`` by power iteration.
 
@@ -111,9 +92,6 @@ def hits(
         Stop when the L1 change of hubs plus authorities is below this.
     max_iter : int
     callback : callable(iteration, delta), optional
-    h0 : array of float, optional
-        Starting hubs (non-negative, not all zero; normalised here);
-        default uniform.
 
     Returns
     -------
@@ -125,7 +103,7 @@ def hits(
     if n == 0:
         return HitsResult(np.zeros(0), np.zeros(0), 0, 0.0, True)
     r = relevance_vector(n, relevance)
-    h = start_vector(n, h0)
+    h = np.full(n, 1.0 / n)
     a = np.zeros(n)
     diff = np.empty(n)  # scratch for the relevance product and the change
     delta = np.inf

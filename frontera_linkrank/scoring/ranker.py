@@ -150,8 +150,7 @@ def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None =
     version : int, optional
         Version of the result (default: one more than the stored one).
     previous : Ranking, optional
-        Last result: its PageRank and hubs start the iterations (fewer
-        steps); by default the stored ones.
+        Last result: its PageRank starts the iteration (fewer steps).
     scores : ndarray, optional
         Content scores (default: read from ``db``'s page table).
     callback : callable(iteration, delta), optional
@@ -179,8 +178,7 @@ def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None =
 def _inputs(db: PageDB, config: RankConfig, txn: lmdb.Transaction, version: int | None,
             previous: Ranking | None, scores: np.ndarray | None) -> tuple[float, int, int, Any, Any, Any]:
     """What a ranking reads from snapshot ``txn``: ``(started, n, version,
-    scores, links, starts)``, ``starts`` the iterations' first vectors by name;
-    all copies but streamed links."""
+    scores, links, x0)``; all copies but streamed links."""
     started = time.time()
     n = snapshot_pages(db, txn)
     if version is None:
@@ -188,19 +186,18 @@ def _inputs(db: PageDB, config: RankConfig, txn: lmdb.Transaction, version: int 
     if scores is None and config.personalized:
         scores = content_scores(db, n)
     links = database_links(db, txn, n, config.edges, config.inter_host, config.memory_limit)
-    starts = {}
-    for algorithm, name in (("pagerank", "pagerank"), ("hits", "hub")):
-        if algorithm in config.algorithms:
-            x0 = previous.vectors.get(name) if previous is not None else None
-            if x0 is None:  # the stored one: the scheduler need not hold it
-                x0, _ = db.read_scores(name, txn)
-            if x0 is not None:  # new pages start at the uniform share (a copy)
-                starts[name] = np.concatenate([x0[:n], np.full(max(0, n - len(x0)), 1.0 / max(n, 1))])
-    return started, n, version, scores, links, starts
+    x0 = None
+    if "pagerank" in config.algorithms:
+        x0 = previous.vectors.get("pagerank") if previous is not None else None
+        if x0 is None:  # the stored one: the scheduler need not hold it
+            x0, _ = db.read_scores("pagerank", txn)
+        if x0 is not None:
+            x0 = np.concatenate([x0[:n], np.full(max(0, n - len(x0)), 1.0 / max(n, 1))])  # a copy
+    return started, n, version, scores, links, x0
 
 
 def _rank(config: RankConfig, started: float, n: int, version: int, scores: np.ndarray | None,
-          links: Any, starts: dict[str, np.ndarray], callback: Callable[..., Any] | None) -> Ranking:
+          links: Any, x0: np.ndarray | None, callback: Callable[..., Any] | None) -> Ranking:
     common = {
         "version": version,
         "time": started,
@@ -218,8 +215,7 @@ def _rank(config: RankConfig, started: float, n: int, version: int, scores: np.n
             if not teleport.sum() > 0:
                 logger.warning("personalised PageRank: no page has a positive content score yet; uniform teleport")
                 teleport = None
-        r = pagerank(links, config.damping, teleport, config.tol, config.max_iter, x0=starts.get("pagerank"),
-                     callback=callback)
+        r = pagerank(links, config.damping, teleport, config.tol, config.max_iter, x0=x0, callback=callback)
         vectors["pagerank"] = r.scores
         info["pagerank"] = {
             **common, "damping": config.damping, "iterations": r.iterations, "delta": r.delta,
@@ -227,8 +223,7 @@ def _rank(config: RankConfig, started: float, n: int, version: int, scores: np.n
             "personalized": config.personalized and teleport is not None,
         }  # fmt: skip
     if "hits" in config.algorithms:
-        h = hits(links, scores if config.personalized else None, config.tol, config.max_iter, callback,
-                 h0=starts.get("hub"))
+        h = hits(links, scores if config.personalized else None, config.tol, config.max_iter, callback)
         vectors["authority"] = h.authorities
         vectors["hub"] = h.hubs
         info["authority"] = info["hub"] = {
