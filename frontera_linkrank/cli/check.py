@@ -99,6 +99,8 @@ def check_fingerprint_table(db: PageDB, txn: object, fps: np.ndarray) -> list[st
     held in memory by the crawl that wrote them, which reads them back when
     it opens)."""
     n = len(fps)
+    if b"fps" not in db.dbs:  # written before the table existed: a writer opening it builds it
+        return []
     start = db.meta.get("fps_from", n)
     if not isinstance(start, int) or not 0 <= start <= n:
         return [f"fps_from {start!r} is not a page index"]
