@@ -33,6 +33,7 @@ import site
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 import xml.etree.ElementTree as ET
 
@@ -115,8 +116,10 @@ def run_suite(src, python, modules, scheduler, out, timeout):
            f"--timeout={timeout}", "-o", "junit_family=legacy", *paths]
     print("$", " ".join(cmd), flush=True)
     t = time.monotonic()
-    with open(out + ".log", "w") as log:
-        subprocess.run(cmd, cwd=src, env=env, stdout=log, stderr=subprocess.STDOUT)
+    # A crawl's fresh page database is kept in the temporary folder when it
+    # fetched pages: the suite's go in a folder of its own, removed after.
+    with open(out + ".log", "w") as log, tempfile.TemporaryDirectory(prefix="tmp-", dir=os.path.dirname(out)) as tmp:
+        subprocess.run(cmd, cwd=src, env=dict(env, TMPDIR=tmp), stdout=log, stderr=subprocess.STDOUT)
     print(f"  {time.monotonic() - t:.0f} s, log {out}.log", flush=True)
     crawled = set(open(opened).read().split()) if os.path.exists(opened) else set()
     return read_junit(xml), crawled
