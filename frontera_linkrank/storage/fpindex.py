@@ -315,13 +315,10 @@ class FingerprintIndex:
             held = ~marked_written(marks, fps, start)
         self._discard_pending(len(self._mark))
         self._marks_stale = marks is None
-        for k in np.flatnonzero(held).tolist():
-            self._hold(keys[k], int(pages[k]), 0)
-        self._regroup()
+        idx = np.flatnonzero(held)
+        for k, r in zip(idx.tolist(), key_ranges(fps[idx], self._bits).tolist()):
+            self._hold(keys[k], int(pages[k]), r)
         self._split(txn.stat(self.db)["leaf_pages"])
-
-    def _read_marks(self, txn: Any) -> np.ndarray | None:
-        return read_marks(txn, self.marks_db)
 
     def remember(self, fps: Sequence[bytes], pages: Sequence[int]) -> None:
         """Cache known pages the crawl will look up soon (pages handed out:
