@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from .errors import CorruptDatabase
-from .keys import key_page, page_keys
+from .keys import key_page, page_key, page_keys
 from .vertices import COLD_NAMES, COLD_RECORD, VertexTable, default_records
 
 
@@ -165,20 +165,24 @@ class ColdRecords:
             self._rows = np.empty(256, COLD_RECORD)
             self._dirty = np.zeros(256, bool)
 
-    def read_all(self, txn: Any, n: int, path: str) -> np.ndarray:
-        """The records of pages ``0 .. n-1`` as of ``txn`` (tools)."""
+    def read_all(self, txn: Any, n: int, path: str, start: int = 0) -> np.ndarray:
+        """The records of pages ``start .. n-1`` as of ``txn`` (tools; a
+        crawl reopening, for the fingerprints it held)."""
         # Key and value copied out together in one pass and decoded by numpy
         # as a whole: a numpy call per record would cost more than reading it.
         row = np.dtype([("key", ">u8"), ("record", COLD_RECORD)])
-        rows = list(map(b"".join, itertools.islice(txn.cursor(db=self.db), n)))
+        cur = txn.cursor(db=self.db)
+        cur.set_range(page_key(start))
+        rows = list(map(b"".join, itertools.islice(cur.iternext(), n - start)))
         bad = np.flatnonzero(np.fromiter(map(len, rows), np.int64, len(rows)) != row.itemsize)
         if not len(bad):
             got = np.frombuffer(b"".join(rows), row)
-            bad = np.flatnonzero(got["key"] != np.arange(len(rows), dtype=np.uint64))
+            bad = np.flatnonzero(got["key"] != np.arange(start, start + len(rows), dtype=np.uint64))
         if len(bad):
-            raise CorruptDatabase(f"{path}: page record {int(bad[0])} missing or damaged (corrupt database)")
-        if len(rows) != n:
-            raise CorruptDatabase(f"{path}: {n - len(rows)} of {n} page records missing (corrupt database)")
+            raise CorruptDatabase(f"{path}: page record {start + int(bad[0])} missing or damaged (corrupt database)")
+        if len(rows) != n - start:
+            raise CorruptDatabase(f"{path}: {n - start - len(rows)} of {n - start} page records missing "
+                                  "(corrupt database)")
         return got["record"].copy()
 
 

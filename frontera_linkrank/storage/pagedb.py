@@ -440,8 +440,8 @@ class PageDB(FeatureTables, PageRecords):
                 self.cold.write(txn)
                 doc["fps_from"] = self._fps.write(txn, n)
             else:
-                txn.cursor(db=self._pages).putmulti(cold[0])
-                self._write_fingerprints(txn, cold[1], doc)
+                txn.cursor(db=self._pages).putmulti(cold)
+                self._write_fingerprints(txn, doc)
             installed, doc["edge_seq"] = self.edges.write(txn)
             doc["vlog_seq"] = plan.seq
             txn.put(b"meta", encode_meta(doc), db=self.dbs[b"meta"])

@@ -16,7 +16,6 @@ every field of every page is loaded into :attr:`PageDB.vertices`, and
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -133,18 +132,9 @@ class PageRecords:
             raise CorruptDatabase(f"{self.path}: fps_from {start!r} is not a page index (corrupt database)")
         if start == n:
             return
-        row = np.dtype([("key", ">u8"), ("record", COLD_RECORD)])
         with begin_read(self.env, buffers=True) as txn, self._damage("page records"):
-            cur = txn.cursor(db=self._pages)
-            cur.set_range(page_key(start))
-            rows = b"".join(map(b"".join, itertools.islice(cur.iternext(), n - start)))
-            if len(rows) != (n - start) * row.itemsize:
-                raise CorruptDatabase(f"{self.path}: page records {start}..{n - 1} missing or damaged "
-                                      "(corrupt database)")
-            got = np.frombuffer(rows, row)
-            if not np.array_equal(got["key"], np.arange(start, n, dtype=np.uint64)):
-                raise CorruptDatabase(f"{self.path}: page records {start}..{n - 1} missing (corrupt database)")
-            self._fps.restore(txn, got["record"]["fp"], start)
+            records = ColdRecords(self._pages, self.snapshot).read_all(txn, n, self.path, start)
+            self._fps.restore(txn, records["fp"], start)
 
     def _list_hosts(self) -> None:
         """A database written before pages were listed by host: list them
@@ -208,20 +198,19 @@ class PageRecords:
             raise PageDBError("a compact page database does not rewrite its fingerprint table")
         self._rewrite_fps = True
 
-    def _write_fingerprints(self, txn: Any, new: list, doc: dict) -> None:
+    def _write_fingerprints(self, txn: Any, doc: dict) -> None:
         """A writer holding every field: this batch's new pages, the pages a
         crawl had not written yet (from ``fps_from``), re-keyed pages, or
         the whole table; the table is then complete."""
-        n, start = self.n_pages, doc.get("fps_from", self._committed_n)
+        n = self.n_pages
+        start = 0 if self._rewrite_fps else min(doc.get("fps_from", self._committed_n), self._committed_n)
         if self._rewrite_fps:
             txn.drop(self._fps.db, delete=False)
-            start = 0
         cur = txn.cursor(db=self._fps.db)
-        for lo in range(start, self._committed_n, 1 << 20):  # in slices: a list of 20-byte keys costs 60 bytes each
-            hi = min(lo + (1 << 20), self._committed_n)
+        for lo in range(start, n, 1 << 20):  # in slices: a list of 20-byte keys costs 60 bytes each
+            hi = min(lo + (1 << 20), n)
             raw = self.vertices.fp[lo:hi].tobytes()
             cur.putmulti(sorted(zip([raw[k : k + 20] for k in range(0, len(raw), 20)], page_keys(range(lo, hi)))))
-        cur.putmulti(new)
         for old, key, i in self._rekeyed:
             if cur.set_key(old) and bytes(cur.value()) == page_key(i):
                 cur.delete()
@@ -290,18 +279,13 @@ class PageRecords:
         """URL of page ``i`` (see :meth:`urls`)."""
         return self.urls([i], txn)[0]
 
-    def _cold_items(self, n: int) -> tuple[list, list]:
+    def _cold_items(self, n: int) -> list:
         """Every field in memory: the cold records of the pages changed in
-        this batch and the new ones, and the fingerprints of the new ones."""
-        v = self.vertices
+        this batch and the new ones."""
         pages = unique(np.concatenate((self._log.dirty(), np.arange(self._committed_n, n, dtype=np.int64))))
-        recs = _cold_records(v, pages)
+        recs = _cold_records(self.vertices, pages)
         raw, size = recs.tobytes(), recs.dtype.itemsize
-        keys = page_keys(pages)
-        items = [(k, raw[i * size : (i + 1) * size]) for i, k in enumerate(keys)]
-        new = range(self._committed_n, n)
-        fps = sorted(zip(v.fingerprints()[self._committed_n : n], page_keys(new))) if len(new) else []
-        return items, fps
+        return [(k, raw[i * size : (i + 1) * size]) for i, k in enumerate(page_keys(pages))]
 
 
 def _cold_records(table: VertexTable, pages: np.ndarray) -> np.ndarray:
