@@ -135,29 +135,33 @@ class FingerprintIndex:
         as the table grows).
     """
 
+    new: dict[bytes, int]  # pages added in this batch
+    # Committed pages not in the table yet: fingerprint -> page, and the
+    # fingerprints by key range (the top ``_bits`` bits), their count and
+    # smallest page.
+    pending: dict[bytes, int]
+    _bits: int
+    _ranges: list[list[bytes]]
+    _count: np.ndarray
+    _oldest: np.ndarray
+    # Per range: its pages below this index are all in the table (the
+    # marks table holds them, one entry per range); ``_marks_stale``: that
+    # table must be written whole.
+    _mark: np.ndarray
+    _marks_stale: bool
+    _plan: tuple[np.ndarray, np.ndarray, int, int] | None
+
     def __init__(self, db: Any, snapshot: Callable[[], Any], marks: Any = None, cache: int = 1 << 18,
                  held_per_leaf: int = 2, leaves_per_range: int = 16) -> None:
         self.db = db
         self.marks_db = marks
         self._snapshot = snapshot
-        self.new: dict[bytes, int] = {}  # pages added in this batch
         self._cache: OrderedDict[bytes, int] = OrderedDict()
         self.cache_size = int(cache)
         self.lookups = 0  # fingerprints looked up in LMDB
         self.held_per_leaf = int(held_per_leaf)
         self.leaves_per_range = int(leaves_per_range)
-        # Committed pages not in the table yet: fingerprint -> page, and
-        # the fingerprints by key range, their count and smallest page.
-        self.pending: dict[bytes, int] = {}
-        self._bits = 0
-        self._ranges: list[list[bytes]] = [[]]
-        self._count = np.zeros(1, np.int64)
-        self._oldest = np.full(1, _NONE, np.int64)
-        # Per range: its pages below this index are all in the table
-        # (persisted in the marks table, one entry per range).
-        self._mark = np.zeros(1, np.int64)
-        self._marks_stale = True  # the marks table must be written whole
-        self._plan: tuple[np.ndarray, np.ndarray, int, int] | None = None
+        self.discard()
 
     # -- reads ------------------------------------------------------------------------------------
     def find(self, fp: bytes) -> int | None:
