@@ -26,16 +26,27 @@ def unique(a: ArrayLike) -> np.ndarray:
 
 
 def l1_change(new: np.ndarray, old: np.ndarray, scratch: np.ndarray) -> float:
-    """``|new - old|_1``, computed in ``scratch`` (an array like them).
+    """``|new - old|_1``, computed in ``scratch`` piece by piece (it may be
+    shorter than the vectors).
 
     For the rankers' iterations: a fresh temporary of a large vector each
-    iteration is memory the kernel maps and zeroes every time.
+    iteration is memory the kernel maps and zeroes every time, and a
+    scratch as long as the vectors is one more vector of every page.
 
-    >>> l1_change(np.array([1.0, 2.0]), np.array([2.0, 0.0]), np.empty(2))
-    3.0
+    >>> l1_change(np.array([1.0, 2.0, 5.0]), np.array([2.0, 0.0, 5.5]), np.empty(2))
+    3.5
     """
-    np.subtract(new, old, out=scratch)
-    return float(np.abs(scratch, out=scratch).sum())
+    k = len(scratch)
+    total = 0.0
+    for s in range(0, len(new), k):
+        d = scratch[: min(k, len(new) - s)]
+        np.subtract(new[s : s + k], old[s : s + k], out=d)
+        total += float(np.abs(d, out=d).sum())
+    return total
+
+
+SCRATCH = 1 << 16
+"""Length of the rankers' scratch for :func:`l1_change` (512 KiB)."""
 
 
 def top_k(x: np.ndarray, k: int) -> np.ndarray:

@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-from ..numeric import l1_change
+from ..numeric import SCRATCH, l1_change
 from .links import LinkOperator
 from .pagerank import Progress, as_links
 
@@ -103,17 +103,22 @@ def hits(
     if n == 0:
         return HitsResult(np.zeros(0), np.zeros(0), 0, 0.0, True)
     r = relevance_vector(n, relevance)
+    weighted = None if r is None else np.empty(n)  # relevance times authority
+    scratch = np.empty(min(n, SCRATCH))  # for the change (see numeric.l1_change)
     h = np.full(n, 1.0 / n)
     a = np.zeros(n)
-    diff = np.empty(n)  # scratch for the relevance product and the change
     delta = np.inf
     it = 0
     while it < max_iter:
         it += 1
+        # Each old vector is dropped as soon as its change is known: three
+        # vectors of every page at a time.
         a_new = _normalise(links.push(h))
-        h_new = _normalise(links.pull(a_new if r is None else np.multiply(r, a_new, out=diff)))
-        delta = l1_change(a_new, a, diff) + l1_change(h_new, h, diff)
-        a, h = a_new, h_new
+        delta = l1_change(a_new, a, scratch)
+        a = a_new
+        h_new = _normalise(links.pull(a if r is None else np.multiply(r, a, out=weighted)))
+        delta += l1_change(h_new, h, scratch)
+        h = h_new
         if callback is not None:
             callback(it, delta)
         if delta < tol:

@@ -7,8 +7,8 @@ unchanged on any of:
 
 - :class:`MatrixLinks`: a scipy sparse adjacency matrix (row = source);
 - :func:`database_links`: the current links of a page database snapshot,
-  either *loaded* once into a CSR matrix (:class:`MatrixLinks`, 12 bytes
-  per link kept, 24 for HITS) or *streamed* from the LMDB blocks on every
+  either *loaded* once into index arrays (:class:`MatrixLinks`, 4 bytes
+  per link kept, 8 for HITS) or *streamed* from the LMDB blocks on every
   product (:class:`StreamedLinks`, a few bytes per *page*: the blocks are
   read in place from the memory map, never copied).
 
@@ -47,9 +47,15 @@ if TYPE_CHECKING:
     from ..storage.pagedb import PageDB
 
 # Peak bytes per link while loading links into memory (the link list read
-# from the blocks, the matrix built from it and its transpose): what
+# from the blocks, its 1-byte weights and the transposed index arrays): what
 # mode="auto" compares with the memory limit. Measured by benchmarks/rank.py.
-LINK_BYTES_LOADED = 28
+LINK_BYTES_LOADED = 13
+
+# Links a product handles in one sparse call. A 0/1 matrix is held as its
+# two index arrays only; each call gets a CSR view of one slice of them
+# whose weights are a shared array of ones this long, so no weight per
+# link is ever stored.
+SLICE_LINKS = 1 << 20
 
 
 class LinkOperator(Protocol):
@@ -73,13 +79,84 @@ class LinkOperator(Protocol):
         ...
 
 
-class MatrixLinks:
-    """Links held in memory as sparse matrices over the pages with out-links.
+class Pattern:
+    """A 0/1 sparse matrix held as its CSR index arrays, without weights.
 
-    ``B`` has one row per source page (``rows``) and is stored transposed
-    (CSR of ``B.T``, row = target), so ``push`` (the PageRank product) is a
-    row-wise CSR product, scipy's fastest; ``B`` itself is built on the
-    first ``pull`` (HITS), doubling the memory only for HITS.
+    The rows are cut into slices of at most :data:`SLICE_LINKS` links (a
+    row longer than that is a slice of its own), each a scipy CSR matrix
+    over a view of the column indices, its own row pointers and a view of
+    one array of ones; ``dot`` multiplies slice by slice.
+
+    >>> p = Pattern(np.array([0, 2, 3]), np.array([0, 2, 1]), 3)
+    >>> p.dot(np.array([1.0, 10.0, 100.0])).tolist(), p.transpose().indptr().tolist()
+    ([101.0, 10.0], [0, 1, 2, 3])
+    """
+
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, n_cols: int) -> None:
+        self.indices = indices
+        self.shape = (len(indptr) - 1, int(n_cols))
+        cuts = [0]
+        while cuts[-1] < self.shape[0]:
+            r0 = cuts[-1]
+            r1 = int(np.searchsorted(indptr, indptr[r0] + SLICE_LINKS, side="right")) - 1
+            cuts.append(min(max(r1, r0 + 1), self.shape[0]))
+        longest = max((int(indptr[b] - indptr[a]) for a, b in zip(cuts, cuts[1:])), default=0)
+        self._ones = np.ones(longest)
+        self._slices = []
+        for r0, r1 in zip(cuts, cuts[1:]):
+            s0, s1 = int(indptr[r0]), int(indptr[r1])
+            m = sp.csr_matrix(
+                (self._ones[: s1 - s0], indices[s0:s1], indptr[r0 : r1 + 1] - indptr[r0]),
+                shape=(r1 - r0, self.shape[1]),
+                copy=False,
+            )
+            # scipy's constructor copies a view much shorter than its base
+            # array: share the views instead.
+            m.indices, m.data = indices[s0:s1], self._ones[: s1 - s0]
+            self._slices.append((r0, r1, m))
+
+    @property
+    def nbytes(self) -> int:
+        return self.indices.nbytes + self._ones.nbytes + sum(m.indptr.nbytes for _, _, m in self._slices)
+
+    def indptr(self) -> np.ndarray:
+        """The row pointers of the whole matrix (a new array)."""
+        out = np.empty(self.shape[0] + 1, self.indices.dtype)
+        start = 0
+        for r0, r1, m in self._slices:
+            out[r0:r1] = m.indptr[:-1] + start
+            start += m.nnz
+        out[-1] = start
+        return out
+
+    def dot(self, x: np.ndarray) -> np.ndarray:
+        """``A @ x`` as a new float64 array."""
+        out = np.empty(self.shape[0])
+        for r0, r1, m in self._slices:
+            out[r0:r1] = m @ x
+        return out
+
+    def transpose(self) -> Pattern:
+        """The transposed pattern, each row's indices sorted."""
+        return Pattern(*_transpose(self.indptr(), self.indices, self.shape), self.shape[0])
+
+
+def _transpose(indptr: np.ndarray, indices: np.ndarray, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Row pointers and indices of the transposed 0/1 matrix, each row's
+    indices sorted (scipy's counting sort, with 1-byte weights while it
+    runs)."""
+    t = sp.csr_matrix((np.ones(len(indices), np.int8), indices, indptr), shape=shape).T.tocsr()
+    return t.indptr, t.indices
+
+
+class MatrixLinks:
+    """Links held in memory as index arrays over the pages with out-links.
+
+    ``B`` has one row per source page (``rows``); it is kept transposed
+    (row = target, a :class:`Pattern`), so ``push`` (the PageRank product)
+    is a row-wise CSR product, scipy's fastest. ``B`` itself is built on
+    the first ``pull`` (HITS), doubling the memory only for HITS. Each
+    costs 4 bytes per link and 4 per row.
 
     Parameters
     ----------
@@ -124,32 +201,30 @@ class MatrixLinks:
         ptr = np.asarray(ptr)
         self.n_links = len(dst)
         index = np.int32 if max(self.n_links, self.n) < 2**31 else np.int64
-        b = sp.csr_matrix(
-            (np.ones(len(dst)), np.asarray(dst).astype(index, copy=False), ptr.astype(index, copy=False)),
-            shape=(len(self.rows), self.n),
-        )
-        self._bt = b.T.tocsr()
-        self._b = None
-        self.out_degree = np.zeros(self.n, np.int64)
-        self.out_degree[self.rows] = np.diff(ptr)
+        degree = np.diff(ptr)
+        shape = (len(self.rows), self.n)
+        self._bt = Pattern(*_transpose(ptr.astype(index), np.asarray(dst).astype(index, copy=False), shape), shape[0])
+        self._b: Pattern | None = None
+        self.out_degree = np.zeros(self.n, index)
+        self.out_degree[self.rows] = degree
 
     def push(self, x: np.ndarray) -> np.ndarray:
         """``y[j] = sum(x[i] for links i -> j)``."""
-        return self._bt @ x[self.rows]
+        return self._bt.dot(x[self.rows])
 
     def pull(self, y: np.ndarray) -> np.ndarray:
         """``x[i] = sum(y[j] for links i -> j)``."""
         if self._b is None:
-            self._b = self._bt.T.tocsr()
+            self._b = self._bt.transpose()
         out = np.zeros(self.n)
-        out[self.rows] = self._b @ y
+        out[self.rows] = self._b.dot(y)
         return out
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the matrices and the row list."""
+        """Bytes held by the index arrays, the row list and the out-degrees."""
         mats = [m for m in (self._bt, self._b) if m is not None]
-        return sum(m.data.nbytes + m.indices.nbytes + m.indptr.nbytes for m in mats) + self.rows.nbytes
+        return sum(m.nbytes for m in mats) + self.rows.nbytes + self.out_degree.nbytes
 
 
 class StreamedLinks:
@@ -355,4 +430,12 @@ def snapshot_pages(db: PageDB, txn: lmdb.Transaction) -> int:
     return int(json.loads(bytes(raw)).get("n_pages", 0))
 
 
-__all__ = ["LinkOperator", "MatrixLinks", "StreamedLinks", "database_adjacency", "database_links", "snapshot_pages"]
+__all__ = [
+    "LinkOperator",
+    "MatrixLinks",
+    "Pattern",
+    "StreamedLinks",
+    "database_adjacency",
+    "database_links",
+    "snapshot_pages",
+]

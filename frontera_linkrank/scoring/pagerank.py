@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-from ..numeric import l1_change
+from ..numeric import SCRATCH, l1_change
 from .links import LinkOperator, MatrixLinks
 
 # Called after each iteration with (iteration, L1 change): progress reports.
@@ -106,8 +106,9 @@ def pagerank(
         Stop when the L1 change of an iteration is below this.
     max_iter : int
     x0 : array of float, optional
-        Start vector (normalised); the teleport vector if omitted. A
-        previous result makes a recomputation converge in fewer steps.
+        Start vector (normalised; not modified): a previous result makes a
+        recomputation converge in fewer steps. Pages beyond its length
+        start at ``1/n``. The teleport vector if omitted.
     callback : callable(iteration, delta), optional
         Called after each iteration (progress reports).
 
@@ -121,26 +122,30 @@ def pagerank(
     n = links.n
     if n == 0:
         return RankResult(np.zeros(0), 0, 0.0, True)
-    r = teleport_vector(n, teleport)
-    uniform = teleport is None
+    r = None if teleport is None else teleport_vector(n, teleport)
     deg = links.out_degree
-    inv = np.divide(1.0, deg, out=np.zeros(n), where=deg > 0)
-    if x0 is None:
-        x = r.copy()
-    else:
-        x = np.asarray(x0, np.float64)[:n].copy()
-        if x.shape != (n,) or not x.sum() > 0:
-            x = r.copy()
-        x /= x.sum()
-    scratch = np.empty(n)  # for x / degree and the change (see numeric.l1_change)
+    has_links = deg > 0
+    x = np.full(n, 1.0 / n) if r is None else r.copy()
+    if x0 is not None:
+        # A previous result covers the pages it knew; newer ones start at 1/n.
+        x0 = np.asarray(x0, np.float64)[:n]
+        if x0.sum() > 0:
+            x[: len(x0)] = x0
+            x /= x.sum()
+    # x / out-degree: pages without out-links keep 0 (they are never written).
+    scaled = np.zeros(n)
+    scratch = np.empty(min(n, SCRATCH))  # for the change (see numeric.l1_change)
     delta = np.inf
     it = 0
     while it < max_iter:
         it += 1
-        y = links.push(np.multiply(x, inv, out=scratch))
+        # x times 1/degree, as two passes: no vector of inverses is held.
+        np.divide(1.0, deg, out=scaled, where=has_links)
+        np.multiply(x, scaled, out=scaled, where=has_links)
+        y = links.push(scaled)
         y *= damping
         # Teleport plus dangling mass: all that did not flow along a link.
-        if uniform:
+        if r is None:
             y += (1.0 - y.sum()) / n
         else:
             y += r * (1.0 - y.sum())

@@ -178,7 +178,8 @@ def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None =
 def _inputs(db: PageDB, config: RankConfig, txn: lmdb.Transaction, version: int | None,
             previous: Ranking | None, scores: np.ndarray | None) -> tuple[float, int, int, Any, Any, Any]:
     """What a ranking reads from snapshot ``txn``: ``(started, n, version,
-    scores, links, x0)``; all copies but streamed links."""
+    scores, links, x0)``; all copies but streamed links (``x0``, the
+    previous PageRank, is only read: pages beyond it start at 1/n)."""
     started = time.time()
     n = snapshot_pages(db, txn)
     if version is None:
@@ -191,8 +192,6 @@ def _inputs(db: PageDB, config: RankConfig, txn: lmdb.Transaction, version: int 
         x0 = previous.vectors.get("pagerank") if previous is not None else None
         if x0 is None:  # the stored one: the scheduler need not hold it
             x0, _ = db.read_scores("pagerank", txn)
-        if x0 is not None:
-            x0 = np.concatenate([x0[:n], np.full(max(0, n - len(x0)), 1.0 / max(n, 1))])  # a copy
     return started, n, version, scores, links, x0
 
 
