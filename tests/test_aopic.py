@@ -256,3 +256,25 @@ def test_omega_policy_change_on_reopen_settles_cash(make_backend, tmp_path):
         crawl(b, r, [url(3)])
     b.get_next_requests(0)
     assert abs(b.core.aopic.residual()) < 1e-9
+
+
+def test_omega_reads_keep_the_books_exact_on_a_large_target_set():
+    """Late in a large crawl ω's share per member is far below the
+    accumulator's precision: each read's rounding, owed to every member,
+    must not add up (at 10M pages it would exceed page_db_check's
+    tolerance). A page cycle on 1M members: the books stay exact."""
+    n = 1_000_000
+    t = VertexTable()
+    t.append(n)
+    t.stamp[:n] = 0.03  # everyone settled at a large accumulator
+    t.cash[:1000] = 1e-3
+    a = Aopic(t, damping=0.85, state={"omega": 0.0, "G": 0.0, "A": 0.03, "clock": 0.0, "reads": 0})
+    assert a.residual() == 0.0 and a.n_target == n
+    for step in range(5000):
+        i = step % 1000
+        a.leave(i)
+        a.read(i, np.array([(i + 1) % 1000]))
+        a.join(i)
+    assert a.omega_reads == 5000 and a.A > 0.03
+    assert abs(a.residual()) < 1e-15
+    assert 0.0 <= a.omega < 1e-9  # what the reads could not spread waits for the next one

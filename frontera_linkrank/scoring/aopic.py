@@ -383,10 +383,21 @@ class Aopic:
         self.G += h - h_old
 
     def read_omega(self) -> None:
-        """Spread ω's cash over the target set (O(1))."""
-        if self.n_target > 0 and self.omega != 0.0:
-            self.A += self.omega / self.n_target
-            self.omega = 0.0
+        """Spread ω's cash over the target set (O(1)).
+
+        Every member is owed what ``A`` actually grew by, rounding
+        included: that rounding, multiplied by the size of the target set,
+        would otherwise leave the books off by more at every read. ω gives
+        exactly what the members are owed (``A`` rounded down if need be)
+        and keeps the remainder, a rounding, for its next read."""
+        n = self.n_target
+        if n > 0 and self.omega > 0.0:
+            a = self.A + self.omega / n
+            while a > self.A and (a - self.A) * n > self.omega:
+                a = math.nextafter(a, -math.inf)
+            if a > self.A:
+                self.omega -= (a - self.A) * n
+                self.A = a
             self.omega_reads += 1
 
     # -- estimates ---------------------------------------------------------------
