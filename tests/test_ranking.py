@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from frontera_linkrank.core.graph_import import add_graph
 from frontera_linkrank.scoring import links as links_module
 from frontera_linkrank.scoring.hits import hits
-from frontera_linkrank.scoring.links import MatrixLinks, database_links
+from frontera_linkrank.scoring.links import MatrixLinks, database_adjacency, database_links, database_rows
 from frontera_linkrank.scoring.pagerank import pagerank
 from frontera_linkrank.scoring.ranker import RankConfig, rank_snapshot
 from frontera_linkrank.settings import LinkRankSettings
@@ -141,6 +141,18 @@ def test_products_in_slices_match_scipy(graph_and_db, monkeypatch):
     assert np.allclose(sliced.pull(y), a @ y, rtol=1e-12, atol=0)
     assert np.array_equal(sliced.push(x), whole.push(x)) and np.array_equal(sliced.pull(y), whole.pull(y))
     assert np.array_equal(sliced.out_degree, np.diff(a.indptr))
+
+
+def test_rows_in_page_order_are_the_adjacency(graph_and_db):
+    _, db, a = graph_and_db
+    with db.snapshot() as txn:
+        pages, lens, dst = database_rows(db, txn)
+        b = database_adjacency(db, txn)
+    deg = np.diff(a.indptr)
+    assert np.array_equal(pages, np.flatnonzero(deg)) and np.array_equal(lens, deg[pages])
+    rows = np.repeat(pages, lens)
+    assert (sp.csr_matrix((np.ones(len(dst)), (rows, dst)), shape=a.shape) != a).nnz == 0
+    assert (b != a).nnz == 0 and b.has_sorted_indices
 
 
 def test_max_iter_is_reported():

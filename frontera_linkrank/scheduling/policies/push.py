@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...scoring.links import database_adjacency
+from ...scoring.links import database_rows
 from ...scoring.push import PushRank
 from ...storage.vertices import F_CRAWLED
 from .base import Batch, Policy, PolicyContext
@@ -53,10 +53,16 @@ class PushPolicy(Policy):
         if ctx.db is not None and len(crawled):
             db = ctx.db
             with db.snapshot() as txn:
-                a = database_adjacency(db, txn, v.n)
-            lens = np.diff(a.indptr)[crawled]
-            starts = np.repeat(a.indptr[crawled] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
-            push.read_flat(crawled, lens, a.indices[starts + np.arange(int(lens.sum()))].astype(np.int64))
+                pages, lens, dst = database_rows(db, txn, v.n)
+            # Every crawled page gets its row, empty if it has no links.
+            linked = (v.flags[pages] & F_CRAWLED) != 0
+            if not linked.all():
+                dst = dst[np.repeat(linked, lens)]
+                pages, lens = pages[linked], lens[linked]
+            n_out = np.zeros(len(crawled), np.int64)
+            n_out[np.searchsorted(crawled, pages)] = lens
+            del pages, lens
+            push.read_flat(crawled, n_out, dst)
             stored, _ = db.read_scores("pagerank")
             if stored is not None:
                 push.anchor(stored)
