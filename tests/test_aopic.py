@@ -278,3 +278,45 @@ def test_omega_reads_keep_the_books_exact_on_a_large_target_set():
     assert a.omega_reads == 5000 and a.A > 0.03
     assert abs(a.residual()) < 1e-15
     assert 0.0 <= a.omega < 1e-9  # what the reads could not spread waits for the next one
+
+
+def test_page_db_check_repair_balances_books_off_by_a_rounding(tmp_path, capsys):
+    """Books off by a rounding (from a crawl whose ω reads let it add up)
+    fail the check; --repair balances them through ω, or through the
+    richest page when ω holds less than the excess, and nothing else moves."""
+    from frontera_linkrank.cli.check import main as page_db_check
+    from frontera_linkrank.simulation.crawl import LINKRANK
+    from frontera_linkrank.simulation.crawl import crawl as simulate
+    from frontera_linkrank.simulation.datasets import load_graph
+    from frontera_linkrank.storage.pagedb import PageDB
+
+    simulate(load_graph("hollins"), LINKRANK, [0], 300, batch=50, workdir=str(tmp_path))
+    path = str(tmp_path / "db")
+    assert page_db_check([path, "--no-urls"]) == 0
+    for off in (-3e-8, 3e-8):
+        with PageDB(path, sync=False) as db:
+            n = db.n_pages
+            cash = db.vertices.cash[:n].copy()
+            i = int(np.argmax(cash))
+            if off < 0:  # less cash than 1: ω gets the difference
+                db.commit({"aopic": {**db.meta["aopic"], "omega": db.meta["aopic"]["omega"] + off}})
+            else:  # more than 1 and ω cannot give it back: the richest page does
+                db.vertices.cash[i] += off
+                db.touch(i)
+                db.commit()
+            omega = db.meta["aopic"]["omega"]
+        capsys.readouterr()
+        assert page_db_check([path, "--no-urls"]) == 1
+        assert "cash not conserved" in capsys.readouterr().out
+        assert page_db_check([path, "--repair", "--no-urls"]) == 0
+        out = capsys.readouterr().out
+        assert "cash books off by" in out and "OK" in out, out
+        with PageDB(path, readonly=True) as db:
+            a = Aopic.from_saved(db.vertices, db.meta["aopic"])
+            assert abs(a.residual()) < 1e-15
+            now = db.vertices.cash[:n]
+            changed = np.flatnonzero(now != cash)
+            if off < 0:
+                assert len(changed) == 0 and db.meta["aopic"]["omega"] > omega
+            else:
+                assert changed.tolist() == [i] and db.meta["aopic"]["omega"] == 0.0
