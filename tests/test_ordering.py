@@ -156,6 +156,37 @@ def test_push_policy_crawl_keeps_the_estimate_current_and_survives_reopening(tmp
         core.close()
 
 
+def test_following_links_a_slice_of_rows_at_a_time_changes_no_sum(monkeypatch):
+    """What the crawled pages pass on, d P^T v, and the push rounds follow
+    the links a few rows at a time (a row longer than a slice is one of its
+    own): bit for bit what one pass over all rows gives."""
+    from frontera_linkrank.scoring import push as push_module
+
+    rng = np.random.default_rng(5)
+    n = 500
+    pages, rows, indptr, indices = known_graph(rng, n, crawled=250)
+    rows[0] = np.setdiff1d(np.arange(n), [pages[0]])  # longer than a slice
+    v = rng.random(n)
+    runs = []
+    for size in (1 << 20, 7):
+        monkeypatch.setattr(push_module, "SPREAD_LINKS", size)
+        p = PushRank(D, 0.05)
+        p.grow(n)
+        p.read(pages, rows)
+        raised = p.push()
+        runs.append((p.spread(v), raised, p.values(np.arange(n)), p.pushes, p.push_edges))
+        p.anchor(v)
+        runs[-1] += (p.values(np.arange(n)),)
+    (whole, *rest), (sliced, *sliced_rest) = runs
+    assert np.array_equal(sliced, whole)
+    assert all(np.array_equal(a, b) for a, b in zip(rest, sliced_rest))
+    assert runs[0][3] > 250  # pushed over several rounds
+    ref = np.zeros(n)
+    for u, r in zip(pages, rows):
+        ref[r] += D * v[u] / len(r)
+    assert np.allclose(whole, ref, rtol=1e-13, atol=0)
+
+
 def test_anchoring_on_the_exact_pagerank_leaves_no_error_and_pushing_goes_on_from_it():
     rng = np.random.default_rng(4)
     n = 600

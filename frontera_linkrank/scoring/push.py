@@ -51,10 +51,14 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 
 from ..numeric import unique
+
+SPREAD_LINKS = 1 << 20
+"""Links followed at a time by a push round or :meth:`PushRank.spread`."""
 
 
 class PushRank:
@@ -181,12 +185,14 @@ class PushRank:
         return slot > 0
 
     # -- pushing -------------------------------------------------------------------------
-    def push(self, signed: bool = False) -> np.ndarray:
+    def push(self, signed: bool = False, collect: bool = True) -> np.ndarray:
         """Push every crawled page whose residual exceeds the threshold, in
         rounds, until none does; returns the pages whose residual rose
-        (the frontier re-keys the uncrawled ones). ``signed`` pushes
+        (the frontier re-keys the uncrawled ones; with ``collect`` False,
+        nothing: the caller rebuilds its queue). ``signed`` pushes
         residuals below ``-threshold`` too: values then fall as well as
-        rise (the caller rebuilds its queue)."""
+        rise (the caller rebuilds its queue). The links of a round are
+        followed a slice of rows at a time (:func:`_slices`)."""
         d, eps, r = self.damping, self.threshold, self.r
         cand = unique(self._pending) if len(self._pending) else self._pending
         self._pending = np.zeros(0, np.int64)
@@ -204,13 +210,21 @@ class PushRank:
             self.xs[slots] += amount
             r[act] = 0.0
             deg = self.deg[slots].astype(np.int64)
-            dst = self._gather(slots, deg)
-            np.add.at(r, dst, np.repeat(d * amount / deg, deg))
+            share = d * amount / deg
+            parts = list(_slices(deg))
+            reached = np.zeros(self.n, bool) if len(parts) > 1 else None  # the pages a large round reaches
+            for lo, hi in parts:
+                dst = self._gather(slots[lo:hi], deg[lo:hi])
+                np.add.at(r, dst, np.repeat(share[lo:hi], deg[lo:hi]))
+                self.push_edges += len(dst)
+                if reached is not None:
+                    reached[dst] = True
             self.mass += d * float(amount.sum())  # r_u moved into x_u, d * r_u on to the links
             self.pushes += len(act)
-            self.push_edges += len(dst)
-            cand = unique(dst)
-            raised.append(cand)
+            cand = unique(dst) if reached is None else np.flatnonzero(reached)
+            del reached
+            if collect:
+                raised.append(cand)
         else:
             self._pending = cand  # rounds left over: the next push goes on from here
         if not raised:
@@ -221,12 +235,15 @@ class PushRank:
         """``d * P^T v`` over the known graph: what the crawled pages pass
         to their links when they hold ``v`` (length :attr:`n`)."""
         n = self.n
+        out = np.zeros(n)
         crawled = np.flatnonzero(self.deg[self.slot[:n]])
         slots = self.slot[crawled].astype(np.int64)
         deg = self.deg[slots].astype(np.int64)
-        w = np.repeat(self.damping * v[crawled] / deg, deg)
-        # (float64 even with no link: bincount of nothing counts in integers)
-        return np.bincount(self._gather(slots, deg), weights=w, minlength=n)[:n].astype(np.float64, copy=False)
+        share = self.damping * v[crawled] / deg
+        del crawled
+        for lo, hi in _slices(deg):
+            np.add.at(out, self._gather(slots[lo:hi], deg[lo:hi]), np.repeat(share[lo:hi], deg[lo:hi]))
+        return out
 
     def anchor(self, ranking: np.ndarray) -> None:
         """Start again from an exact ranking of the known graph.
@@ -247,13 +264,15 @@ class PushRank:
         n = self.n
         k = min(len(ranking), n)
         v = np.zeros(n)
-        v[:k] = np.nan_to_num(np.asarray(ranking[:k], np.float64))
+        v[:k] = ranking[:k]
+        np.nan_to_num(v, copy=False)
         passed = self.spread(v)
         owed = v[:k] - passed[:k]
         owed = owed[owed > 0]
         if not len(owed):
             return
-        s = 1.0 / float(np.median(owed))
+        s = 1.0 / float(np.median(owed, overwrite_input=True))
+        del owed
         crawled = np.flatnonzero(self.slot[:n])
         x = s * v[crawled]
         self.xs[self.slot[crawled].astype(np.int64)] = x
@@ -263,7 +282,7 @@ class PushRank:
         self.r[:n] = passed
         self.mass = math.fsum(x) + math.fsum(self.r[:n])
         self._pending = crawled[self.deg[self.slot[crawled]] > 0]
-        self.push(signed=True)
+        self.push(signed=True, collect=False)
         self.anchors += 1
 
     # -- reading ---------------------------------------------------------------------------
@@ -292,6 +311,27 @@ class PushRank:
         return {"push_threshold": self.threshold, "pushes": self.pushes, "push_edges": self.push_edges,
                 "push_anchors": self.anchors,
                 "push_residual": float(self.r[: self.n][self.slot[: self.n] > 0].sum())}
+
+
+def _slices(deg: np.ndarray, size: int | None = None) -> Iterator[tuple[int, int]]:
+    """``(lo, hi)``: consecutive rows of out-degrees ``deg`` with about
+    :data:`SPREAD_LINKS` links each (a longer row is a slice of its own).
+
+    Following every row's links at once would make temporaries of a few
+    words per link, more than the estimate itself holds; np.add.at adds in
+    order, so slices sum exactly as one pass would.
+
+    >>> list(_slices(np.array([3, 1, 5, 1]), 4))
+    [(0, 2), (2, 3), (3, 4)]
+    """
+    size = SPREAD_LINKS if size is None else size
+    ends = np.cumsum(deg)
+    lo = 0
+    while lo < len(deg):
+        done = int(ends[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(ends, done + size, side="right")))
+        yield lo, hi
+        lo = hi
 
 
 def _grown(a: np.ndarray, size: int) -> np.ndarray:
