@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 
 # Peak bytes per link while loading links into memory (the link list read
 # from the blocks, its 1-byte weights and the transposed index arrays): what
-# mode="auto" compares with the memory limit. Measured by benchmarks/rank.py.
+# mode="auto" compares with the memory limit. Measured with tracemalloc on
+# benchmarks/rank.py's databases.
 LINK_BYTES_LOADED = 13
 
 # Links a product handles in one sparse call. A 0/1 matrix is held as its
@@ -394,7 +395,8 @@ def database_adjacency(db: PageDB, txn: lmdb.Transaction, n: int | None = None) 
 def database_rows(db: PageDB, txn: lmdb.Transaction, n: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The current links of ``db`` in snapshot ``txn`` in page order:
     ``(pages, lens, dst)``, page ``pages[k]`` (ascending, the pages with
-    stored links) links to the next ``lens[k]`` pages of ``dst`` (int32).
+    a stored row) links to the next ``lens[k]`` pages of ``dst`` (int32
+    while the links and pages are fewer than 2**31).
 
     Copies, valid after ``txn`` ends; about 10 bytes per link while it
     runs (the rows are put in order by scipy, with 1-byte weights).
