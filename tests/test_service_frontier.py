@@ -186,6 +186,52 @@ def test_the_frontier_waits_out_a_broker_outage(tmp_path, redis_server):
     assert len(fetched) == 60 and core.counters["pages_crawled"] == 60
 
 
+def test_a_broker_that_forgot_its_scripts_mid_round_is_waited_out(tmp_path, redis_server):
+    """A broker restarted between redis-py's loading of the scripts and a
+    pipeline it re-sends after reconnecting answers NOSCRIPT: the frontier
+    retries the round (which loads them again) instead of stopping."""
+    import threading
+
+    from redis.exceptions import NoScriptError
+
+    core = FrontierCore(LinkRankSettings({"LINKRANK_PATH": str(tmp_path / "db"), "LINKRANK_SYNC": False}),
+                        keep_leases=True)
+    svc = FrontierService(core, RedisTransport(redis_server.url, "u"), partitions=4)
+    core.add_seeds([OutgoingRequest(f"http://h{k}.test/") for k in range(30)])
+    publish, calls = svc.t.publish, []
+
+    def forgetful(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            svc.t.r.script_flush()
+            raise NoScriptError("No matching script. Please use EVAL.")
+        return publish(*args, **kwargs)
+
+    svc.t.publish = forgetful
+    client = RemoteFrontier(lambda: RedisTransport(redis_server.url, "u"), "s1", prefetch=8, interval=0.2)
+    stop = threading.Event()
+    runner = threading.Thread(target=svc.run, args=(stop,))
+    runner.start()
+    client.start()
+    fetched = set()
+    deadline = time.monotonic() + 60
+    try:
+        while not client.finished():
+            assert time.monotonic() < deadline, "the crawl did not finish"
+            assert runner.is_alive(), "the frontier stopped"
+            for p, entry_id, e in client.take(8):
+                fetched.add(e.url)
+                client.done(p, entry_id, {"k": "f", "l": e.lease, "f": e.fp, "u": e.url, "s": 200, "h": 1})
+            time.sleep(0.01)
+    finally:
+        client.stop()
+        stop.set()
+        runner.join(30)
+        core.close()
+    assert len(calls) > 3 and svc.counters["broker_errors"] >= 1
+    assert len(fetched) == 30 and core.counters["pages_crawled"] == 30
+
+
 def test_a_host_has_at_most_what_the_spiders_slots_hold(tmp_path, redis_server):
     svc = service(tmp_path, redis_server)
     svc.core.add_seeds([OutgoingRequest(f"http://one.test/{k}") for k in range(50)]

@@ -35,7 +35,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import redis
 from redis.backoff import ExponentialBackoff
-from redis.exceptions import BusyLoadingError, ResponseError
+from redis.exceptions import BusyLoadingError, NoScriptError, ResponseError
 from redis.retry import Retry
 
 from . import codec
@@ -142,7 +142,11 @@ class RedisTransport(Transport):
         Socket timeout in seconds.
     """
 
-    unavailable = (redis.ConnectionError, redis.TimeoutError, BusyLoadingError, ConnectionError, TimeoutError)
+    # NoScriptError: the broker restarted between redis-py's loading of the
+    # scripts and a pipeline it re-sent after reconnecting; the next round
+    # loads them again.
+    unavailable = (redis.ConnectionError, redis.TimeoutError, BusyLoadingError, NoScriptError, ConnectionError,
+                   TimeoutError)
 
     def __init__(self, url: str, crawl: str = "default", retries: int = 30, secret: str | None = None,
                  timeout: float = 10.0) -> None:
