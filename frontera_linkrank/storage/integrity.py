@@ -109,6 +109,10 @@ def check_file(path: str) -> Meta | None:
             second = _parse_meta(raw, 1)
         except ValueError as e:
             raise CorruptDatabase(f"{path}: {e} (check: meta pages; corrupt database)") from None
+        # Sized after its meta pages are read: a crawl committing meanwhile
+        # writes the pages a new meta names before the meta, and LMDB never
+        # shortens the file, so this size covers the meta read.
+        size = os.fstat(f.fileno()).st_size
     meta = max(first, second, key=lambda m: m.txnid)
     if second.page_size != first.page_size:
         raise CorruptDatabase(f"{path}: the two meta pages give page sizes {first.page_size} and "
