@@ -148,66 +148,19 @@ def test_serve_frontier_start_errors_are_one_line(tmp_path, redis_server):
     assert r.returncode == 2 and "cannot change during a crawl" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_the_frontier_waits_out_a_broker_outage(tmp_path, redis_server):
-    """The broker away longer than the client's retries: the frontier's
-    round fails, it waits, re-reads and republishes, and the crawl goes on."""
+def crawl_served(tmp_path, redis_server, pages, retries=30, prepare=None, during=None):
+    """Seed ``pages`` pages, serve them with a FrontierService in a thread
+    and fetch them with one spider until the crawl finishes; the frontier
+    must stay up. ``prepare(svc)`` runs before serving, ``during(fetched)``
+    after each take. Returns the service (closed) and the URLs fetched."""
     import threading
 
     core = FrontierCore(LinkRankSettings({"LINKRANK_PATH": str(tmp_path / "db"), "LINKRANK_SYNC": False}),
                         keep_leases=True)
-    svc = FrontierService(core, RedisTransport(redis_server.url, "u", retries=1), partitions=4)
-    core.add_seeds([OutgoingRequest(f"http://h{k}.test/") for k in range(60)])
-    client = RemoteFrontier(lambda: RedisTransport(redis_server.url, "u"), "s1", prefetch=8, interval=0.2)
-    stop = threading.Event()
-    runner = threading.Thread(target=svc.run, args=(stop,))
-    runner.start()
-    client.start()
-    fetched = set()
-    down = False
-    deadline = time.monotonic() + 60
-    try:
-        while not client.finished():
-            assert time.monotonic() < deadline, "the crawl did not finish"
-            for p, entry_id, e in client.take(8):
-                fetched.add(e.url)
-                client.done(p, entry_id, {"k": "f", "l": e.lease, "f": e.fp, "u": e.url, "s": 200, "h": 1})
-            if len(fetched) >= 20 and not down:
-                down = True
-                redis_server.kill9()
-                time.sleep(2.5)
-                redis_server.start()
-            time.sleep(0.01)
-    finally:
-        client.stop()
-        stop.set()
-        runner.join(30)
-        core.close()
-    assert svc.counters["broker_errors"] >= 1
-    assert len(fetched) == 60 and core.counters["pages_crawled"] == 60
-
-
-def test_a_broker_that_forgot_its_scripts_mid_round_is_waited_out(tmp_path, redis_server):
-    """A broker restarted between redis-py's loading of the scripts and a
-    pipeline it re-sends after reconnecting answers NOSCRIPT: the frontier
-    retries the round (which loads them again) instead of stopping."""
-    import threading
-
-    from redis.exceptions import NoScriptError
-
-    core = FrontierCore(LinkRankSettings({"LINKRANK_PATH": str(tmp_path / "db"), "LINKRANK_SYNC": False}),
-                        keep_leases=True)
-    svc = FrontierService(core, RedisTransport(redis_server.url, "u"), partitions=4)
-    core.add_seeds([OutgoingRequest(f"http://h{k}.test/") for k in range(30)])
-    publish, calls = svc.t.publish, []
-
-    def forgetful(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
-            svc.t.r.script_flush()
-            raise NoScriptError("No matching script. Please use EVAL.")
-        return publish(*args, **kwargs)
-
-    svc.t.publish = forgetful
+    svc = FrontierService(core, RedisTransport(redis_server.url, "u", retries=retries), partitions=4)
+    core.add_seeds([OutgoingRequest(f"http://h{k}.test/") for k in range(pages)])
+    if prepare is not None:
+        prepare(svc)
     client = RemoteFrontier(lambda: RedisTransport(redis_server.url, "u"), "s1", prefetch=8, interval=0.2)
     stop = threading.Event()
     runner = threading.Thread(target=svc.run, args=(stop,))
@@ -222,14 +175,57 @@ def test_a_broker_that_forgot_its_scripts_mid_round_is_waited_out(tmp_path, redi
             for p, entry_id, e in client.take(8):
                 fetched.add(e.url)
                 client.done(p, entry_id, {"k": "f", "l": e.lease, "f": e.fp, "u": e.url, "s": 200, "h": 1})
+            if during is not None:
+                during(fetched)
             time.sleep(0.01)
     finally:
         client.stop()
         stop.set()
         runner.join(30)
         core.close()
+    return svc, fetched
+
+
+def test_the_frontier_waits_out_a_broker_outage(tmp_path, redis_server):
+    """The broker away longer than the client's retries: the frontier's
+    round fails, it waits, re-reads and republishes, and the crawl goes on."""
+    down = []
+
+    def outage(fetched):
+        if len(fetched) >= 20 and not down:
+            down.append(1)
+            redis_server.kill9()
+            time.sleep(2.5)
+            redis_server.start()
+
+    svc, fetched = crawl_served(tmp_path, redis_server, 60, retries=1, during=outage)
+    assert down and svc.counters["broker_errors"] >= 1
+    assert len(fetched) == 60 and svc.core.counters["pages_crawled"] == 60
+
+
+def test_a_broker_that_forgot_its_scripts_mid_round_is_waited_out(tmp_path, redis_server):
+    """A broker restarted between redis-py's loading of the scripts and a
+    pipeline it re-sends after reconnecting answers NOSCRIPT: the frontier
+    retries the round (which loads them again) instead of stopping."""
+    from redis.exceptions import NoScriptError
+
+    calls = []
+
+    def forget_once(svc):
+        publish = svc.t.publish
+
+        def forgetful(*args, **kwargs):
+            calls.append(1)
+            if len(calls) == 3:
+                svc.t.r.script_flush()
+                raise NoScriptError("No matching script. Please use EVAL.")
+            return publish(*args, **kwargs)
+
+        svc.t.publish = forgetful
+
+    svc, fetched = crawl_served(tmp_path, redis_server, 30, prepare=forget_once)
     assert len(calls) > 3 and svc.counters["broker_errors"] >= 1
-    assert len(fetched) == 30 and core.counters["pages_crawled"] == 30
+    assert len(fetched) == 30 and svc.core.counters["pages_crawled"] == 30
 
 
 def test_a_host_has_at_most_what_the_spiders_slots_hold(tmp_path, redis_server):
