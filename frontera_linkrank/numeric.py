@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -43,6 +43,23 @@ def l1_change(new: np.ndarray, old: np.ndarray, scratch: np.ndarray) -> float:
         np.subtract(new[s : s + k], old[s : s + k], out=d)
         total += float(np.abs(d, out=d).sum())
     return total
+
+
+def row_slices(indptr: np.ndarray, size: int) -> Iterator[tuple[int, int]]:
+    """``(lo, hi)``: consecutive rows of a CSR matrix with row pointers
+    ``indptr`` holding at most ``size`` entries each, but at least one row
+    (a longer row is a slice of its own). For products over large link
+    sets a slice at a time: their temporaries stay bounded.
+
+    >>> list(row_slices(np.array([0, 3, 4, 9, 10]), 4))
+    [(0, 2), (2, 3), (3, 4)]
+    """
+    n = len(indptr) - 1
+    lo = 0
+    while lo < n:
+        hi = max(lo + 1, int(np.searchsorted(indptr, indptr[lo] + size, side="right")) - 1)
+        yield lo, hi
+        lo = hi
 
 
 SCRATCH = 1 << 16

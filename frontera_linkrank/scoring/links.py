@@ -40,6 +40,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
+from ..numeric import row_slices
+
 if TYPE_CHECKING:
     import lmdb
 
@@ -96,15 +98,10 @@ class Pattern:
     def __init__(self, indptr: np.ndarray, indices: np.ndarray, n_cols: int) -> None:
         self.indices = indices
         self.shape = (len(indptr) - 1, int(n_cols))
-        cuts = [0]
-        while cuts[-1] < self.shape[0]:
-            r0 = cuts[-1]
-            r1 = int(np.searchsorted(indptr, indptr[r0] + SLICE_LINKS, side="right")) - 1
-            cuts.append(min(max(r1, r0 + 1), self.shape[0]))
-        longest = max((int(indptr[b] - indptr[a]) for a, b in zip(cuts, cuts[1:])), default=0)
-        self._ones = np.ones(longest)
+        cuts = list(row_slices(indptr, SLICE_LINKS))
+        self._ones = np.ones(max((int(indptr[r1] - indptr[r0]) for r0, r1 in cuts), default=0))
         self._slices = []
-        for r0, r1 in zip(cuts, cuts[1:]):
+        for r0, r1 in cuts:
             s0, s1 = int(indptr[r0]), int(indptr[r1])
             m = sp.csr_matrix(
                 (self._ones[: s1 - s0], indices[s0:s1], indptr[r0 : r1 + 1] - indptr[r0]),

@@ -55,7 +55,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..numeric import unique
+from ..numeric import row_slices, unique
 
 SPREAD_LINKS = 1 << 20
 """Links followed at a time by a push round or :meth:`PushRank.spread`."""
@@ -313,25 +313,14 @@ class PushRank:
                 "push_residual": float(self.r[: self.n][self.slot[: self.n] > 0].sum())}
 
 
-def _slices(deg: np.ndarray, size: int | None = None) -> Iterator[tuple[int, int]]:
-    """``(lo, hi)``: consecutive rows of out-degrees ``deg`` with about
-    :data:`SPREAD_LINKS` links each (a longer row is a slice of its own).
+def _slices(deg: np.ndarray) -> Iterator[tuple[int, int]]:
+    """Rows of out-degrees ``deg`` in slices of about :data:`SPREAD_LINKS`
+    links (:func:`~frontera_linkrank.numeric.row_slices`).
 
     Following every row's links at once would make temporaries of a few
     words per link, more than the estimate itself holds; np.add.at adds in
-    order, so slices sum exactly as one pass would.
-
-    >>> list(_slices(np.array([3, 1, 5, 1]), 4))
-    [(0, 2), (2, 3), (3, 4)]
-    """
-    size = SPREAD_LINKS if size is None else size
-    ends = np.cumsum(deg)
-    lo = 0
-    while lo < len(deg):
-        done = int(ends[lo - 1]) if lo else 0
-        hi = max(lo + 1, int(np.searchsorted(ends, done + size, side="right")))
-        yield lo, hi
-        lo = hi
+    order, so slices sum exactly as one pass would."""
+    return row_slices(np.concatenate(([0], np.cumsum(deg))), SPREAD_LINKS)
 
 
 def _grown(a: np.ndarray, size: int) -> np.ndarray:
