@@ -281,8 +281,8 @@ def test_omega_reads_keep_the_books_exact_on_a_large_target_set():
 
 
 def test_page_db_check_repair_balances_books_off_by_a_rounding(tmp_path, capsys):
-    """Books off by a rounding (from a crawl whose ω reads let it add up)
-    fail the check; --repair balances them through ω, or through the
+    """Books off by a rounding (an accumulator whose reads round adds it
+    up) fail the check; --repair balances them through ω, or through the
     richest page when ω holds less than the excess, and nothing else moves."""
     from frontera_linkrank.cli.check import main as page_db_check
     from frontera_linkrank.simulation.crawl import LINKRANK

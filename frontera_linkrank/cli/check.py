@@ -52,7 +52,7 @@ TOL = 1e-9
 # are exact to about n * 1e-16; the check allows a few times that.
 TOL_PER_PAGE = 2e-15
 # Cash books off by less than this have lost no page's cash, only rounding
-# (the accumulator's, when ω's reads let it add up): --repair rebalances them.
+# (an accumulator whose reads round, algorithms.md §1.4): --repair rebalances them.
 DRIFT = 1e-6
 REPAIRED = "given up by page_db_check --repair"  # the error of a page a repair gave up
 
