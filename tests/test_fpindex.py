@@ -50,7 +50,7 @@ def written_behind(path, batches=40):
         for _ in range(batches):
             add_batch(db, db.n_pages, 500)
             db.commit()
-        return dict(db._fps.pending), db.meta["fps_from"]
+        return db._fps.held(), db.meta["fps_from"]
 
 
 def test_every_page_is_found_after_each_commit_and_the_table_catches_up(tmp_path):
@@ -64,7 +64,7 @@ def test_every_page_is_found_after_each_commit_and_the_table_catches_up(tmp_path
                 sizes.append(check(db))
         # The ranges split as the table grew: writes are spread over many.
         assert db._fps._bits >= 3
-        held = len(db._fps.pending)
+        held = len(db._fps.held())
     entries, start = sizes[-1]
     n = 60 * 500
     assert entries + held == n  # nothing both held and written, nothing lost
@@ -77,7 +77,7 @@ def test_reopening_restores_what_the_table_lacks(tmp_path):
     held, _ = written_behind(path)
     assert held
     with PageDB(path, sync=False, compact=True) as db:
-        assert db._fps.pending == held  # read back from the page records
+        assert db._fps.held() == held  # read back from the page records
         check(db)
         add_batch(db, db.n_pages, 500)
         db.commit()
@@ -104,7 +104,7 @@ def test_a_killed_writer_loses_no_page_of_the_index(tmp_path):
     assert done.returncode == -9
     with PageDB(path, sync=False, compact=True) as db:
         assert db.n_pages == 15000
-        assert db._fps.pending  # the run was killed with pages held
+        assert db._fps.held()  # the run was killed with pages held
         check(db)
         assert db.find_many(fps_of([f"http://{HOST}/uncommitted/0"])) == [None]
         add_batch(db, db.n_pages, 500)
@@ -147,7 +147,7 @@ def test_page_db_check_finds_a_page_the_table_lost_and_repair_writes_it(tmp_path
     out = capsys.readouterr().out
     assert "fingerprint table rewritten" in out and "OK" in out, out
     with PageDB(path, sync=False, compact=True) as db:
-        assert not db._fps.pending  # the repair wrote every page
+        assert not db._fps.held()  # the repair wrote every page
         check(db)
 
 
@@ -160,5 +160,67 @@ def test_a_tool_writing_the_database_completes_the_table(tmp_path):
         assert db.meta["fps_from"] == db.n_pages == 20010
         assert len(table(db)) == 20010
     with PageDB(path, sync=False, compact=True) as db:
-        assert not db._fps.pending
+        assert not db._fps.held()
         check(db)
+
+
+def test_the_index_answers_as_a_dict_does_through_splits_merges_retries_and_reopening(tmp_path, monkeypatch):
+    """Against a dict, batch after batch: fingerprints with zero bytes at
+    their ends and inside (compared as LMDB compares keys), ranges split
+    as the table grows, held entries merged often, a cache of 64 slots
+    overwritten all the time, a commit that fails and is retried, and a
+    reopening that holds again what the table lacks."""
+    from frontera_linkrank.storage import fpindex
+    from frontera_linkrank.storage.fpindex import FingerprintIndex
+
+    monkeypatch.setattr(fpindex, "MERGE_AT", 64)
+    rng = np.random.default_rng(7)
+    env = lmdb.open(str(tmp_path / "db"), max_dbs=2, map_size=1 << 28)
+    fps_db, marks_db = env.open_db(b"fps"), env.open_db(b"fpsmarks")
+
+    def index():
+        return FingerprintIndex(fps_db, lambda: env.begin(buffers=True), marks_db, cache=64, leaves_per_range=2)
+
+    def fingerprint(k):
+        raw = bytearray(rng.bytes(20))
+        if k % 3 == 0:
+            tail = int(rng.integers(1, 6))
+            raw[20 - tail :] = bytes(tail)
+        if k % 5 == 0:
+            raw[int(rng.integers(0, 20))] = 0
+        return bytes(raw)
+
+    ix, known, fps_from = index(), {}, 0
+    strangers = [fingerprint(k) for k in range(200)]
+    for batch in range(120):
+        fps = [fingerprint(len(known) + k) for k in range(int(rng.integers(0, 90)))]
+        fps = [fp for fp in dict.fromkeys(fps) if fp not in known]
+        start = len(known)
+        ix.add(fps, start)
+        known.update(zip(fps, range(start, start + len(fps))))
+        keys = list(known)
+        asked = [keys[i] for i in rng.integers(0, len(keys), 150 if keys else 0)] + strangers[:20]
+        assert ix.find_many(asked) == [known.get(fp) for fp in asked]
+        assert [ix.find(fp) for fp in asked[-30:]] == [known.get(fp) for fp in asked[-30:]]  # one at a time
+        if batch % 17 == 5:  # a commit that fails: nothing changes in memory, and it is done again
+            with env.begin(write=True) as txn:
+                ix.write(txn, len(known))
+                txn.abort()
+        with env.begin(write=True) as txn:
+            fps_from = ix.write(txn, len(known))
+        ix.written()
+        with env.begin() as txn:
+            on_disk = {bytes(k): key_page(v) for k, v in txn.cursor(db=fps_db)}
+        assert all(known[fp] == i for fp, i in on_disk.items())  # the table holds no wrong entry
+        assert set(on_disk).isdisjoint(ix.held()) and len(on_disk) + len(ix.held()) == len(known)
+        assert all(i >= fps_from for i in ix.held().values())
+        if batch % 40 == 39:  # reopening: the pages from fps_from on, read back from their records
+            held = ix.held()
+            ix = index()
+            order = sorted(known, key=known.get)[fps_from:]
+            with env.begin() as txn:
+                ix.restore(txn, np.frombuffer(b"".join(order), "V20"), fps_from)
+            assert ix.held() == held
+    assert ix._bits >= 3 and len(known) > 4000
+    everything = list(known) + strangers
+    assert ix.find_many(everything) == [known.get(fp) for fp in everything]

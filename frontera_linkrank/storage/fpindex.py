@@ -2,15 +2,17 @@
 
 The ``fps`` table maps each page's 20-byte fingerprint to its index
 (8-byte big-endian). :class:`FingerprintIndex` looks a batch's
-fingerprints up in one sorted ``getmulti`` and remembers at most ``cache``
-recent answers, so that the pages many links lead to are not looked up
-again and again.
+fingerprints up in one sorted ``getmulti`` and keeps ``cache`` answers in
+a direct-mapped table of numpy arrays (28 bytes a slot), so that the
+pages many links lead to and the pages handed out to be fetched are not
+looked up again and again.
 
 Writes are deferred. Fingerprints are uniform hashes, so a batch's new
 ones land on as many B-tree leaves as there are of them, and writing one
 entry per leaf would make the table the bulk of every commit. The new
-fingerprints of a batch are therefore held in memory (``pending``) by key
-range, the top bits of the fingerprint; when more than ``held_per_leaf``
+fingerprints of a batch are therefore held in memory, in arrays sorted by
+fingerprint (28 bytes a page), and counted by key range, the top bits of
+the fingerprint; when more than ``held_per_leaf``
 pages per leaf of the table are held, the fullest ranges are written,
 each then with several entries per leaf it spans. The ranges split as the
 table grows, so that a range spans at most ``leaves_per_range`` leaves,
@@ -43,7 +45,6 @@ Examples
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -53,20 +54,88 @@ from .errors import CorruptDatabase
 from .keys import key_page, page_keys
 
 _NONE = np.iinfo(np.int64).max  # "no pending page" in the per-range minimum
+KEY = np.dtype("S20")  # a fingerprint in an array: compared and sorted as LMDB orders keys (bytewise)
+FEW = 4  # fingerprints asked at once that are looked for one by one first (a response's own)
+MERGE_AT = 1 << 14  # recent held entries merged into the main ones past this many (or 1/8 of those)
+
+
+def as_keys(fps: Sequence[bytes] | np.ndarray) -> np.ndarray:
+    """Fingerprints (a sequence of 20-byte strings, or an array of ``V20``
+    or ``S20``) as an array of ``S20``.
+
+    >>> as_keys([b"a" * 20]).dtype
+    dtype('S20')
+    """
+    if isinstance(fps, np.ndarray):
+        if fps.dtype.itemsize != 20 or fps.dtype.kind not in "VS":
+            raise ValueError(f"fingerprints are 20-byte strings, not {fps.dtype}")
+        return np.ascontiguousarray(fps).reshape(-1).view(KEY)
+    raw = b"".join(fps)
+    if len(raw) != 20 * len(fps) or any(len(fp) != 20 for fp in fps):
+        raise ValueError("fingerprints are 20-byte strings")
+    return np.frombuffer(raw, KEY)
+
+
+def key_list(keys: np.ndarray) -> list[bytes]:
+    """An array of ``S20`` as a list of 20-byte strings (trailing zero
+    bytes kept, which ``tolist`` would drop)."""
+    raw = keys.tobytes()
+    return [raw[k : k + 20] for k in range(0, len(raw), 20)]
 
 
 def key_ranges(fps: Sequence[bytes] | np.ndarray, bits: int) -> np.ndarray:
     """Key range (the top ``bits`` bits) of each 20-byte fingerprint (a
-    sequence of bytes, or an array of ``V20``).
+    sequence of bytes, or an array of ``V20`` or ``S20``).
 
     >>> key_ranges([b"\\x80" + b"\\0" * 19, b"\\x7f" + b"\\0" * 19], 1).tolist()
     [1, 0]
     """
     if not bits or not len(fps):
         return np.zeros(len(fps), np.int64)
-    raw = fps.tobytes() if isinstance(fps, np.ndarray) else b"".join(fps)
-    head = np.frombuffer(raw, np.dtype([("head", ">u4"), ("rest", "V16")]))["head"]
+    head = np.ascontiguousarray(as_keys(fps).view(np.uint8).reshape(-1, 20)[:, :4]).view(">u4").ravel()
     return (head >> np.uint32(32 - bits)).astype(np.int64)
+
+
+def range_start(rs: np.ndarray, bits: int) -> np.ndarray:
+    """The smallest fingerprint (``S20``) of each key range ``rs``.
+
+    >>> range_start(np.array([1, 3]), 2).tolist()
+    [b'@', b'\\xc0']
+    """
+    head = (np.asarray(rs, np.uint64) << np.uint64(32 - bits)).astype(">u4")
+    out = np.zeros((len(head), 20), np.uint8)
+    out[:, :4] = head.view(np.uint8).reshape(-1, 4)
+    return out.view(KEY).ravel()
+
+
+def spans(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The positions ``lo[0]..hi[0]-1, lo[1]..hi[1]-1, ...`` in one array.
+
+    >>> spans(np.array([2, 7]), np.array([4, 8])).tolist()
+    [2, 3, 7]
+    """
+    size = hi - lo
+    return np.repeat(lo - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
+
+
+def search(table: tuple[np.ndarray, np.ndarray], keys: np.ndarray) -> np.ndarray:
+    """The page of each fingerprint in ``table`` (fingerprints sorted, and
+    their pages), or -1."""
+    fp, page = table
+    if not len(fp):
+        return np.full(len(keys), -1, np.int64)
+    pos = np.minimum(np.searchsorted(fp, keys), len(fp) - 1)
+    return np.where(fp[pos] == keys, page[pos], -1)
+
+
+def merge(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Two tables sorted by fingerprint (fingerprints, pages) as one."""
+    if not len(b[0]):
+        return a
+    if not len(a[0]):
+        return b
+    pos = np.searchsorted(a[0], b[0])
+    return np.insert(a[0], pos, b[0]), np.insert(a[1], pos, b[1])
 
 
 def fullest(count: np.ndarray, over: int) -> np.ndarray:
@@ -126,7 +195,8 @@ class FingerprintIndex:
         LMDB handle of the ``fpsmarks`` table (one mark per key range), or
         None: not kept (reopening then looks every page up).
     cache : int
-        Answers remembered at most (0: none).
+        Slots of the answer cache (rounded up to a power of two; 0: no
+        cache).
     held_per_leaf : int
         Pages held, on average, per leaf of the table: beyond, the fullest
         key ranges are written.
@@ -136,28 +206,36 @@ class FingerprintIndex:
     """
 
     new: dict[bytes, int]  # pages added in this batch
-    # Committed pages not in the table yet: fingerprint -> page, and the
-    # fingerprints by key range (the top ``_bits`` bits), their count and
-    # smallest page.
-    pending: dict[bytes, int]
+    # Committed pages not in the table yet, as two arrays sorted by key
+    # (fingerprint and page each): ``_main`` and the smaller ``_recent``
+    # that new pages join, merged into ``_main`` when it grows. An entry is
+    # held while its page is at or past its range's mark; entries whose
+    # range was written since stay, still right, until the next merge.
+    _main: tuple[np.ndarray, np.ndarray]
+    _recent: tuple[np.ndarray, np.ndarray]
+    # Per key range (the top ``_bits`` bits): pages held, their smallest,
+    # and the mark: its pages below are all in the table (the marks table
+    # holds them, one entry per range); ``_marks_stale``: that table must
+    # be written whole.
     _bits: int
-    _ranges: list[list[bytes]]
     _count: np.ndarray
     _oldest: np.ndarray
-    # Per range: its pages below this index are all in the table (the
-    # marks table holds them, one entry per range); ``_marks_stale``: that
-    # table must be written whole.
     _mark: np.ndarray
     _marks_stale: bool
-    _plan: tuple[np.ndarray, np.ndarray, int, int] | None
+    _plan: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int] | None
 
     def __init__(self, db: Any, snapshot: Callable[[], Any], marks: Any = None, cache: int = 1 << 18,
                  held_per_leaf: int = 2, leaves_per_range: int = 16) -> None:
         self.db = db
         self.marks_db = marks
         self._snapshot = snapshot
-        self._cache: OrderedDict[bytes, int] = OrderedDict()
-        self.cache_size = int(cache)
+        size = 1 << max(0, int(cache) - 1).bit_length() if cache else 0
+        # The cache is direct-mapped: a fingerprint's slot is given by its
+        # bytes 12-19 (the key ranges use the first ones).
+        self._cache_fp = np.zeros(size, KEY)
+        self._cache_page = np.full(size, -1, np.int64)
+        self._cache_raw = self._cache_fp.view(np.uint8).data
+        self.cache_size = size
         self.lookups = 0  # fingerprints looked up in LMDB
         self.held_per_leaf = int(held_per_leaf)
         self.leaves_per_range = int(leaves_per_range)
@@ -170,34 +248,50 @@ class FingerprintIndex:
 
     def find_many(self, fps: Sequence[bytes]) -> list[int | None]:
         """Indices of the pages with fingerprints ``fps`` (None: unknown)."""
-        new, pending, cache = self.new, self.pending, self._cache
-        out: list[int | None] = []
-        missing: dict[bytes, list[int]] = {}
-        for k, fp in enumerate(fps):
-            i = new.get(fp)
-            if i is None:
-                i = pending.get(fp)
-                if i is None:
-                    i = cache.get(fp)
-                    if i is None:
-                        missing.setdefault(fp, []).append(k)
-            out.append(i)
-        if missing:
-            self.lookups += len(missing)
+        if len(fps) <= FEW and not isinstance(fps, np.ndarray):
+            few: list[int | None] = [self._recall(fp) for fp in fps]
+            if -1 not in few:
+                return few
+        keys = as_keys(fps)
+        if self.new:
+            get = self.new.get
+            out = np.fromiter((get(fp, -1) for fp in (key_list(keys) if isinstance(fps, np.ndarray) else fps)),
+                              np.int64, len(keys))
+        else:
+            out = np.full(len(keys), -1, np.int64)
+        for table in (self._main, self._recent, (self._cache_fp, self._cache_page)):
+            holes = np.flatnonzero(out < 0)
+            if not len(holes):
+                break
+            if table[0] is self._cache_fp:
+                out[holes] = self._cached(keys[holes])
+            else:
+                out[holes] = search(table, keys[holes])
+        holes = np.flatnonzero(out < 0)
+        if len(holes):
+            ask = np.unique(keys[holes])
+            self.lookups += len(ask)
             with self._snapshot() as txn:
-                found = txn.cursor(db=self.db).getmulti(sorted(missing))
+                found = txn.cursor(db=self.db).getmulti(key_list(ask))
+            got_fp, got_page = [], []
             for key, value in found:
                 if len(value) != 8:
                     raise CorruptDatabase(f"fingerprint {bytes(key).hex()} maps to {len(value)} bytes "
                                           "(corrupt database)")
-                key = bytes(key)
-                i = key_page(value)
-                for k in missing[key]:
-                    out[k] = i
-                if self.cache_size:
-                    cache[key] = i
-            while len(cache) > self.cache_size:
-                cache.popitem(last=False)
+                got_fp.append(bytes(key))
+                got_page.append(key_page(value))
+            if got_fp:
+                got = (as_keys(got_fp), np.array(got_page, np.int64))
+                out[holes] = search(got, keys[holes])
+                self._cache(*got)
+        return [None if i < 0 else i for i in out.tolist()]
+
+    def held(self) -> dict[bytes, int]:
+        """The pages held, not in the table yet: fingerprint -> page."""
+        out: dict[bytes, int] = {}
+        for fp, page in (self._main, self._recent):
+            live = self._live(fp, page)
+            out.update(zip(key_list(fp[live]), page[live].tolist()))
         return out
 
     # -- writes -----------------------------------------------------------------------------------
@@ -212,25 +306,28 @@ class FingerprintIndex:
         after this commit (``n``, the page count, when none is). Changes
         nothing in memory until :meth:`written`: a failed transaction may
         be retried."""
-        new_fps = list(self.new)
-        new_pages = np.fromiter(self.new.values(), np.int64, len(new_fps))
-        new_ranges = key_ranges(new_fps, self._bits)
+        new_keys = as_keys(list(self.new))
+        new_pages = np.fromiter(self.new.values(), np.int64, len(new_keys))
+        new_ranges = key_ranges(new_keys, self._bits)
         count = self._count + np.bincount(new_ranges, minlength=len(self._count))
         oldest = self._oldest.copy()
-        if len(new_fps):
+        if len(new_keys):
             np.minimum.at(oldest, new_ranges, new_pages)
         leaves = txn.stat(self.db)["leaf_pages"]
         due = np.zeros(len(count), bool)
         due[fullest(count, int(count.sum()) - self.held_per_leaf * max(leaves, 1))] = True
         if oldest.min() < _NONE:
             due[int(np.argmin(oldest))] = True
-        items = [(fp, i) for fp, r, i in zip(new_fps, new_ranges.tolist(), new_pages.tolist()) if due[r]]
-        pending, ranges = self.pending, self._ranges
-        for r in np.flatnonzero(due & (self._count > 0)).tolist():
-            items += [(fp, pending[fp]) for fp in ranges[r]]
-        if items:
-            items.sort()
-            txn.cursor(db=self.db).putmulti(list(zip([fp for fp, _ in items], page_keys([i for _, i in items]))))
+        write_fp, write_page = [new_keys[due[new_ranges]]], [new_pages[due[new_ranges]]]
+        rs = np.flatnonzero(due & (self._count > 0))
+        for fp, page in (self._main, self._recent):
+            k = self._in_ranges(fp, page, rs)
+            write_fp.append(fp[k])
+            write_page.append(page[k])
+        keys, pages = np.concatenate(write_fp), np.concatenate(write_page)
+        if len(keys):
+            order = np.argsort(keys, kind="stable")
+            txn.cursor(db=self.db).putmulti(list(zip(key_list(keys[order]), page_keys(pages[order]))))
         if self.marks_db is not None:
             mark = np.where(due, n, self._mark)
             if self._marks_stale:
@@ -239,43 +336,60 @@ class FingerprintIndex:
             raw = rs.astype(">u4").tobytes()
             txn.cursor(db=self.marks_db).putmulti(list(zip([raw[k : k + 4] for k in range(0, len(raw), 4)],
                                                            page_keys(mark[rs]))))
-        self._plan = (due, new_ranges, leaves, n)
+        self._plan = (due, new_keys, new_pages, new_ranges, leaves, n)
         left = oldest[~due]
         return int(min(n, left.min())) if len(left) else n
 
     def written(self) -> None:
-        """The batch was committed: the ranges written leave ``pending``,
-        this batch's other new pages join it."""
+        """The batch was committed: the ranges written leave the held
+        pages, this batch's other new pages join them."""
         assert self._plan is not None, "written() without write()"
-        due, new_ranges, leaves, n = self._plan
+        due, new_keys, new_pages, new_ranges, leaves, n = self._plan
         self._plan = None
         self._mark[due] = n
         self._marks_stale = False
-        pending, ranges = self.pending, self._ranges
-        for r in np.flatnonzero(due & (self._count > 0)).tolist():
-            for fp in ranges[r]:
-                del pending[fp]
-            ranges[r] = []
         self._count[due] = 0
         self._oldest[due] = _NONE
-        for (fp, i), r in zip(self.new.items(), new_ranges.tolist()):
-            if not due[r]:
-                self._hold(fp, i, r)
-        if self.cache_size:
-            cache = self._cache
-            for fp, i in self.new.items():
-                cache[fp] = i
-            while len(cache) > self.cache_size:
-                cache.popitem(last=False)
+        keep = ~due[new_ranges]
+        self._hold(new_keys[keep], new_pages[keep], new_ranges[keep])
+        self._cache(new_keys, new_pages)
         self.new = {}
         self._split(leaves)
 
-    def _hold(self, fp: bytes, i: int, r: int) -> None:
-        self.pending[fp] = i
-        self._ranges[r].append(fp)
-        self._count[r] += 1
-        if i < self._oldest[r]:
-            self._oldest[r] = i
+    def _live(self, fp: np.ndarray, page: np.ndarray) -> np.ndarray:
+        """Which entries are held (at or past their range's mark)."""
+        return page >= self._mark[key_ranges(fp, self._bits)]
+
+    def _in_ranges(self, fp: np.ndarray, page: np.ndarray, rs: np.ndarray) -> np.ndarray:
+        """Positions of the held entries of key ranges ``rs`` in a sorted
+        array of entries."""
+        if not len(rs) or not len(fp):
+            return np.zeros(0, np.int64)
+        lo = np.searchsorted(fp, range_start(rs, self._bits))
+        hi = np.where(rs + 1 < len(self._mark), np.searchsorted(fp, range_start(rs + 1, self._bits)), len(fp))
+        k = spans(lo, hi)
+        return k[page[k] >= np.repeat(self._mark[rs], hi - lo)]
+
+    def _hold(self, fp: np.ndarray, page: np.ndarray, ranges: np.ndarray) -> None:
+        """Hold pages (fingerprints ``fp``, in key ranges ``ranges``)."""
+        if not len(fp):
+            return
+        self._count += np.bincount(ranges, minlength=len(self._count))
+        np.minimum.at(self._oldest, ranges, page)
+        order = np.argsort(fp, kind="stable")
+        self._recent = merge(self._recent, (fp[order], page[order]))
+        if len(self._recent[0]) > max(MERGE_AT, len(self._main[0]) >> 3):
+            self._compact()
+
+    def _compact(self) -> None:
+        """Merge the recent entries into the main ones, leaving out those
+        written since they were held."""
+        parts = []
+        for fp, page in (self._main, self._recent):
+            live = self._live(fp, page)
+            parts.append((fp[live], page[live]))
+        self._main = merge(*parts)
+        self._recent = (np.zeros(0, KEY), np.zeros(0, np.int64))
 
     def _split(self, leaves: int) -> None:
         """Split the key ranges until each spans at most ``leaves_per_range`` leaves."""
@@ -287,62 +401,93 @@ class FingerprintIndex:
         self._mark = np.repeat(self._mark, 1 << (bits - self._bits))  # a half inherits its range's mark
         self._marks_stale = True
         self._bits = bits
-        self._regroup()
+        self._recount()
 
-    def _regroup(self) -> None:
-        """Group the held pages by the key ranges of the current bits."""
-        held = list(self.pending.items())
-        self._discard_pending(1 << self._bits)
-        for (fp, i), r in zip(held, key_ranges([fp for fp, _ in held], self._bits).tolist()):
-            self._hold(fp, i, r)
+    def _recount(self) -> None:
+        """Count the held pages of each key range of the current bits, and
+        find their smallest."""
+        self._compact()
+        fp, page = self._main
+        ranges = key_ranges(fp, self._bits)
+        self._count = np.bincount(ranges, minlength=len(self._mark)).astype(np.int64)
+        self._oldest = np.full(len(self._mark), _NONE, np.int64)
+        np.minimum.at(self._oldest, ranges, page)
 
-    def _discard_pending(self, n_ranges: int) -> None:
-        """Hold nothing, in ``n_ranges`` empty ranges."""
-        self.pending = {}
-        self._ranges = [[] for _ in range(n_ranges)]
-        self._count = np.zeros(n_ranges, np.int64)
-        self._oldest = np.full(n_ranges, _NONE, np.int64)
+    def _discard_pending(self) -> None:
+        """Hold nothing."""
+        self._main = self._recent = (np.zeros(0, KEY), np.zeros(0, np.int64))
+        self._count = np.zeros(len(self._mark), np.int64)
+        self._oldest = np.full(len(self._mark), _NONE, np.int64)
 
     def restore(self, txn: Any, fps: np.ndarray, start: int) -> None:
         """At opening: the committed pages ``start, start+1, ...`` (``fps``,
         an array of ``V20``) may be missing from the table; those written
         behind their range's mark are held again."""
-        raw = fps.tobytes()
-        keys = [raw[k : k + 20] for k in range(0, len(raw), 20)]
+        keys = as_keys(fps)
         pages = np.arange(start, start + len(keys), dtype=np.int64)
         marks = read_marks(txn, self.marks_db)
         if marks is None:  # no marks: look each page up
-            present = {bytes(k) for k, _ in txn.cursor(db=self.db).getmulti(sorted(keys))}
-            held = np.fromiter((k not in present for k in keys), bool, len(keys))
+            present = {bytes(k) for k, _ in txn.cursor(db=self.db).getmulti(key_list(np.sort(keys)))}
+            held = np.fromiter((k not in present for k in key_list(keys)), bool, len(keys))
         else:
             self._bits, self._mark = int(len(marks)).bit_length() - 1, marks
-            held = ~marked_written(marks, fps, start)
-        self._discard_pending(len(self._mark))
+            held = ~marked_written(marks, keys, start)
         self._marks_stale = marks is None
+        self._discard_pending()
         idx = np.flatnonzero(held)
-        for k, r in zip(idx.tolist(), key_ranges(fps[idx], self._bits).tolist()):
-            self._hold(keys[k], int(pages[k]), r)
+        order = idx[np.argsort(keys[idx], kind="stable")]
+        self._main = (keys[order], pages[order])
+        self._recount()
         self._split(txn.stat(self.db)["leaf_pages"])
 
-    def remember(self, fps: Sequence[bytes], pages: Sequence[int]) -> None:
+    def remember(self, fps: Sequence[bytes] | np.ndarray, pages: Sequence[int] | np.ndarray) -> None:
         """Cache known pages the crawl will look up soon (pages handed out:
         their responses come back by fingerprint)."""
-        if self.cache_size:
-            cache = self._cache
-            cache.update(zip(fps, pages))
-            while len(cache) > self.cache_size:
-                cache.popitem(last=False)
+        self._cache(as_keys(fps), np.asarray(pages, np.int64))
+
+    def _slots(self, keys: np.ndarray) -> np.ndarray:
+        tail = np.ascontiguousarray(keys.view(np.uint8).reshape(-1, 20)[:, 12:]).view("<u8").ravel()
+        return (tail & np.uint64(self.cache_size - 1)).astype(np.intp)
+
+    def _recall(self, fp: bytes) -> int:
+        """The page of one fingerprint from this batch or the cache, or -1
+        (a fingerprint asked alone, as a response's: no array operations)."""
+        i = self.new.get(fp)
+        if i is not None:
+            return i
+        if self.cache_size and len(fp) == 20:
+            slot = int.from_bytes(fp[12:], "little") & (self.cache_size - 1)
+            if self._cache_raw[20 * slot : 20 * slot + 20] == fp:
+                return int(self._cache_page[slot])
+        return -1
+
+    def _cached(self, keys: np.ndarray) -> np.ndarray:
+        """The cached page of each fingerprint, or -1."""
+        if not self.cache_size:
+            return np.full(len(keys), -1, np.int64)
+        slots = self._slots(keys)
+        return np.where(self._cache_fp[slots] == keys, self._cache_page[slots], -1)
+
+    def _cache(self, keys: np.ndarray, pages: np.ndarray) -> None:
+        """Remember answers; of several for one slot, the last."""
+        if not self.cache_size or not len(keys):
+            return
+        slots = self._slots(keys)
+        _, last = np.unique(slots[::-1], return_index=True)
+        last = len(slots) - 1 - last
+        self._cache_fp[slots[last]] = keys[last]
+        self._cache_page[slots[last]] = pages[last]
 
     def discard(self) -> None:
         """Forget the batch, the pending pages and the cache (a reload, which
         restores the pending pages from the database)."""
         self.new = {}
-        self._cache.clear()
+        self._cache_page.fill(-1)
         self._bits = 0
-        self._discard_pending(1)
         self._mark = np.zeros(1, np.int64)
+        self._discard_pending()
         self._marks_stale = True
         self._plan = None
 
 
-__all__ = ["FingerprintIndex", "fullest", "key_ranges", "marked_written", "read_marks"]
+__all__ = ["FingerprintIndex", "as_keys", "fullest", "key_list", "key_ranges", "marked_written", "read_marks"]
