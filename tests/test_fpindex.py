@@ -224,3 +224,6 @@ def test_the_index_answers_as_a_dict_does_through_splits_merges_retries_and_reop
     assert ix._bits >= 3 and len(known) > 4000
     everything = list(known) + strangers
     assert ix.find_many(everything) == [known.get(fp) for fp in everything]
+    # A key of another length (a fingerprint from outside, damaged) names no page.
+    assert ix.find(b"\0" * 19) is None and ix.find(b"") is None
+    assert ix.find_many([everything[0], b"x" * 21, everything[1]]) == [0, None, 1]

@@ -252,6 +252,12 @@ class FingerprintIndex:
             few: list[int | None] = [self._recall(fp) for fp in fps]
             if -1 not in few:
                 return few
+        if not isinstance(fps, np.ndarray) and any(len(fp) != 20 for fp in fps):
+            ok = [k for k, fp in enumerate(fps) if len(fp) == 20]  # others name no page (input from outside)
+            answers: list[int | None] = [None] * len(fps)
+            for k, i in zip(ok, self.find_many([fps[k] for k in ok])):
+                answers[k] = i
+            return answers
         keys = as_keys(fps)
         if self.new:
             get = self.new.get
