@@ -62,6 +62,18 @@ def row_slices(indptr: np.ndarray, size: int) -> Iterator[tuple[int, int]]:
         lo = hi
 
 
+def spans(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The positions ``lo[0] .. hi[0]-1, lo[1] .. hi[1]-1, ...`` in one
+    array (the entries of several rows of a CSR array, the first entries
+    of several groups of a sorted one).
+
+    >>> spans(np.array([2, 7]), np.array([4, 8])).tolist()
+    [2, 3, 7]
+    """
+    size = np.asarray(hi, np.int64) - lo
+    return np.repeat(lo - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
+
+
 SCRATCH = 1 << 16
 """Length of the rankers' scratch for :func:`l1_change` (512 KiB)."""
 

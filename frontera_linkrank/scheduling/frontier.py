@@ -137,8 +137,8 @@ class Frontier:
         pages = np.flatnonzero(t.state[:n] == UNFETCHED)
         if self._waiting:
             pages = np.setdiff1d(pages, np.fromiter(self._waiting, np.int64), assume_unique=True)
-        keys = self.priority(pages).astype(np.float64)
-        hosts = t.host[pages].astype(np.int64)
+        keys = self.priority(pages).astype(np.float64, copy=False)
+        hosts = t.host[pages]  # its own 4 bytes a page: a rebuild's temporaries are of every waiting page
         self._queued[pages] = 1
         self._classes = {}
         self._class_used = [False, False]
@@ -165,10 +165,11 @@ class Frontier:
         np.minimum.at(first, hosts[top], pages[top])  # ties: the page found first
         queue.rebuild(present, best[present], first[present])
 
-    def _by_level(self, pages: np.ndarray, rebuild: bool = False) -> list[tuple[BestFirstQueue, np.ndarray]]:
-        """``(queue, mask of pages)`` of each queue the pages go to (one
-        queue here; a queue per request priority in :mod:`.priority`)."""
-        return [(self.queue, np.ones(len(pages), bool))]
+    def _by_level(self, pages: np.ndarray, rebuild: bool = False) -> list[tuple[BestFirstQueue, np.ndarray | slice]]:
+        """``(queue, pages)`` of each queue the pages go to: a mask, or
+        ``slice(None)`` for all of them (one queue here; a queue per request
+        priority in :mod:`.priority`)."""
+        return [(self.queue, slice(None))]
 
     def _queue_of(self, page: int) -> BestFirstQueue:
         """The queue ``page`` waits in."""

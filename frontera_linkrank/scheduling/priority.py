@@ -116,14 +116,14 @@ class PrioritizedFrontier(Frontier):
         levels = np.fromiter((get(p, 0) for p in pages.tolist()), np.int64, len(pages))
         return levels if levels.any() else None
 
-    def _by_level(self, pages: np.ndarray, rebuild: bool = False) -> list[tuple[BestFirstQueue, np.ndarray]]:
+    def _by_level(self, pages: np.ndarray, rebuild: bool = False) -> list[tuple[BestFirstQueue, np.ndarray | slice]]:
         levels = self._levels_of(pages)
         if levels is None:
             if rebuild:
                 for q in list(self.levels.values()):
                     if q is not self.queue:
                         self._rebuild_queue(q, *(np.zeros(0, np.int64),) * 2, np.zeros(0))
-            return [(self.queue, np.ones(len(pages), bool))]
+            return [(self.queue, slice(None))]
         out = []
         wanted = set(np.unique(levels).tolist()) | ({0} if rebuild else set())
         if rebuild:

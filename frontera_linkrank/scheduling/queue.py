@@ -41,6 +41,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..numeric import spans
+
 HEAD_MIN = 4
 """Entries a refill puts in a host's head, at least."""
 HEAD_MAX = 256
@@ -236,28 +238,34 @@ class BestFirstQueue:
         self._reset(hosts)
         if not len(pages):
             return
+        # Only the order is a temporary of every page: the hosts' groups and
+        # their first entries are read through it.
         order = np.lexsort((pages, -keys, hosts))  # by host, then the heap's order
-        p, h, k = pages[order], hosts[order], keys[order]
+        h = hosts[order]
         starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]])
-        counts = np.diff(np.r_[starts, len(h)])
+        group_hosts = h[starts].astype(np.int64)
+        del h
+        counts = np.diff(np.r_[starts, len(order)])
         take = np.minimum(counts, np.clip(np.floor(np.sqrt(counts)).astype(np.int64), HEAD_MIN, HEAD_MAX))
-        rank = np.arange(len(h)) - np.repeat(starts, counts)
-        in_head = rank < np.repeat(take, counts)
-        out = starts[take < counts] + take[take < counts]  # each host's best left outside: its floor
-        self.floor[h[out]] = k[out]
-        self.floor_page[h[out]] = p[out]
-        hp, hk = p[in_head].tolist(), (-k[in_head]).tolist()
+        cut = take < counts
+        out = order[starts[cut] + take[cut]]  # each host's best left outside: its floor
+        self.floor[group_hosts[cut]] = keys[out]
+        self.floor_page[group_hosts[cut]] = pages[out]
+        head = order[spans(starts, starts + take)]
+        del order
+        hp, k = pages[head].tolist(), keys[head]
+        hk = (-k).tolist()
         live, heaps, head_n = self.live, self._heaps, self._head_n
-        live.update(zip(hp, k[in_head].tolist()))
+        live.update(zip(hp, k.tolist()))
         firsts = []
         at = 0
-        for host, n in zip(h[starts].tolist(), take.tolist()):
+        for host, n in zip(group_hosts.tolist(), take.tolist()):
             heaps[host] = list(zip(hk[at : at + n], hp[at : at + n]))  # sorted: a valid heap
             head_n[host] = n
             firsts.append((hk[at], hp[at]))
             at += n
         self.entries = len(hp)
-        self._register_all(h[starts].tolist(), firsts)
+        self._register_all(group_hosts.tolist(), firsts)
 
     # -- leaving ------------------------------------------------------------------
     def _fill(self, host: int) -> None:

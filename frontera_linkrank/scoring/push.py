@@ -55,7 +55,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..numeric import row_slices, unique
+from ..numeric import row_slices, spans, unique
 
 SPREAD_LINKS = 1 << 20
 """Links followed at a time by a push round or :meth:`PushRank.spread`."""
@@ -175,8 +175,8 @@ class PushRank:
 
     def _gather(self, slots: np.ndarray, deg: np.ndarray) -> np.ndarray:
         """Rows of ``slots`` (out-degrees ``deg``) concatenated, as int64."""
-        offsets = np.repeat(self.start[slots] - np.concatenate(([0], np.cumsum(deg)[:-1])), deg)
-        return self.pool[offsets + np.arange(int(deg.sum()))].astype(np.int64)
+        start = self.start[slots].astype(np.int64)
+        return self.pool[spans(start, start + deg)].astype(np.int64)
 
     def has_row(self, idx: np.ndarray | None = None) -> np.ndarray:
         """Whether each page of ``idx`` (default: all known) has a row of

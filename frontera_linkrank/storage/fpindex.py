@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from ..numeric import spans
 from .errors import CorruptDatabase
 from .keys import key_page, page_keys
 
@@ -106,16 +107,6 @@ def range_start(rs: np.ndarray, bits: int) -> np.ndarray:
     out = np.zeros((len(head), 20), np.uint8)
     out[:, :4] = head.view(np.uint8).reshape(-1, 4)
     return out.view(KEY).ravel()
-
-
-def spans(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """The positions ``lo[0]..hi[0]-1, lo[1]..hi[1]-1, ...`` in one array.
-
-    >>> spans(np.array([2, 7]), np.array([4, 8])).tolist()
-    [2, 3, 7]
-    """
-    size = hi - lo
-    return np.repeat(lo - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
 
 
 def search(table: tuple[np.ndarray, np.ndarray], keys: np.ndarray) -> np.ndarray:
