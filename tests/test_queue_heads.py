@@ -13,6 +13,7 @@ rebuilt after keys fall.
 import numpy as np
 import pytest
 
+from frontera_linkrank.scheduling import frontier as frontier_module
 from frontera_linkrank.scheduling import queue as queue_module
 from frontera_linkrank.scheduling.frontier import Frontier
 from frontera_linkrank.storage.vertices import CRAWLED, UNFETCHED, VertexTable
@@ -55,6 +56,7 @@ def reference_take(keys, queued, hosts, n, skip, cap):
 def test_bounded_heads_take_what_a_plain_best_first_order_takes(monkeypatch, seed, head):
     monkeypatch.setattr(queue_module, "HEAD_MIN", head[0])
     monkeypatch.setattr(queue_module, "HEAD_MAX", head[1])
+    monkeypatch.setattr(frontier_module, "KEYS_AT_ONCE", 7)  # a rebuild computes its keys in slices
     rng = np.random.default_rng(seed)
     table = VertexTable()
     keys = np.zeros(0)

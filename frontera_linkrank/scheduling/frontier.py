@@ -20,6 +20,9 @@ import numpy as np
 from ..storage.vertices import LEASED, UNFETCHED, VertexTable
 from .queue import BestFirstQueue
 
+KEYS_AT_ONCE = 1 << 20
+"""Pages whose keys a rebuild computes in one call of the policy."""
+
 
 class HostLists(Protocol):
     """Where a host's pages are listed (the page database's
@@ -137,7 +140,9 @@ class Frontier:
         pages = np.flatnonzero(t.state[:n] == UNFETCHED)
         if self._waiting:
             pages = np.setdiff1d(pages, np.fromiter(self._waiting, np.int64), assume_unique=True)
-        keys = self.priority(pages).astype(np.float64, copy=False)
+        keys = np.empty(len(pages))
+        for lo in range(0, len(pages), KEYS_AT_ONCE):  # a policy's temporaries stay those of a slice
+            keys[lo : lo + KEYS_AT_ONCE] = self.priority(pages[lo : lo + KEYS_AT_ONCE])
         hosts = t.host[pages]  # its own 4 bytes a page: a rebuild's temporaries are of every waiting page
         self._queued[pages] = 1
         self._classes = {}
