@@ -56,6 +56,26 @@ def test_scores_change_the_order_of_requests(make_backend, policy, vector):
     assert got[0] in TARGETS[8:] and got[-1] in TARGETS[:2]
 
 
+@pytest.mark.parametrize("policy,seen", [("hybrid-push", {"pagerank"}), ("hits", {"authority"}), ("opic", set())])
+def test_a_policy_is_given_the_vectors_it_reads_and_every_vector_is_stored(make_backend, policy, seen):
+    """PageRank and HITS both run; the policy re-keying its queue gets
+    only the vectors it reads (the others are let go before its
+    temporaries are made), and all of them are in the database."""
+    b = make_backend(POLICY=policy, RANK_BACKGROUND=False, RANK_EVERY_PAGES=5, RANK_INTERVAL=0,
+                     RANK_ALGORITHMS=["pagerank", "hits"])
+    given = []
+    on_ranking = b.core.policy.on_ranking
+    b.core.policy.on_ranking = lambda ranking: given.append(set(ranking.vectors)) or on_ranking(ranking)
+    b.add_seeds([req(u) for u in HUBS])
+    for r in b.get_next_requests(10):
+        crawl(b, r, hub_links(HUBS.index(r.url)))
+    b.get_next_requests(10)
+    assert given == [seen]
+    for name in ("pagerank", "hub", "authority"):
+        values, info = b.db.read_scores(name)
+        assert info["version"] == 1 and len(values) == b.db.n_pages
+
+
 def test_pages_added_during_a_background_ranking(make_backend, monkeypatch):
     """Pages found while a ranking runs get a defined score (no NaN in the
     queue or the stored vectors) and are all crawled, exactly once."""

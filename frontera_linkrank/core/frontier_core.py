@@ -130,7 +130,7 @@ class FrontierCore:
         self.counters = Counters(db.meta.get("counters", {}))
         self.aopic = self._open_books()
         keep = POLICIES[s.POLICY].vectors + (("pagerank",) if s.RECRAWL and s.RECRAWL_IMPORTANCE == "pagerank" else ())
-        self.ranking = RankingSchedule(db, s, self.counters, self.clock(), keep)
+        self.ranking = RankingSchedule(db, s, self.counters, self.clock(), keep, POLICIES[s.POLICY].reads_on_ranking)
         self.policy = policy = POLICIES[s.POLICY](PolicyContext(v, self.aopic, self.ranking.ranks, s, db))
         # Only cash keys rise by a little with every link; other keys
         # carry a common offset that a relative tolerance would blur.

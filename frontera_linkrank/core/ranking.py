@@ -52,11 +52,15 @@ class RankingSchedule:
     keep : sequence of str
         Ranking vectors to hold in memory (what the policy's keys and the
         recrawler read); the others stay in the page database.
+    told : sequence of str
+        Vectors that ``installed`` (see :meth:`step`) reads besides those
+        kept; it is given no other.
     """
 
     def __init__(self, db: PageDB, settings: LinkRankSettings, counters: Counters, now: float,
-                 keep: Sequence[str] = ()) -> None:
+                 keep: Sequence[str] = (), told: Sequence[str] = ()) -> None:
         s = self.settings = settings
+        self.told = tuple(told)
         self.db = db
         self.counters = counters
         self.ranks = RankScores(load_stored(db, keep) if s.RANK_ALGORITHMS else None, keep,
@@ -109,9 +113,13 @@ class RankingSchedule:
             self._install(ranking, installed)
 
     def _install(self, ranking: Ranking, installed: Callable[[Ranking], None]) -> None:
-        """Store a finished ranking and tell ``installed`` (re-keys the queue)."""
+        """Store a finished ranking and tell ``installed`` (re-keys the
+        queue); the vectors neither held nor in ``told`` are let go first,
+        so that the re-keying's temporaries do not come on top of them."""
         store(self.db, ranking)
         self.ranks.install(ranking)
+        for name in set(ranking.vectors) - set(self.ranks.keep) - set(self.told):
+            del ranking.vectors[name]
         installed(ranking)
         self.counters.add("rankings")
         for name, info in ranking.info.items():

@@ -104,8 +104,12 @@ class Policy:
         Periodic rankings the policy needs (``"pagerank"``, ``"hits"``).
     vectors : tuple of str
         Ranking vectors its keys read (``"pagerank"``, ``"authority"``,
-        ``"hub"``), held in memory; :meth:`on_ranking` sees every vector
-        of a new ranking either way.
+        ``"hub"``), held in memory.
+    reads_on_ranking : tuple of str
+        Ranking vectors :meth:`on_ranking` reads besides ``vectors``; the
+        ranking it is given holds only those two kinds (the others are
+        stored and let go first, so that a queue rebuild's temporaries
+        do not come on top of them).
     cash_keys : bool
         Keys are AOPIC cash, so hosts are split into the classes of
         :func:`host_class` and small rises are not requeued
@@ -121,6 +125,7 @@ class Policy:
     name: ClassVar[str] = ""
     rankings: ClassVar[tuple[str, ...]] = ()
     vectors: ClassVar[tuple[str, ...]] = ()
+    reads_on_ranking: ClassVar[tuple[str, ...]] = ()
     cash_keys: ClassVar[bool] = False
     uses_hints: ClassVar[bool] = False
     estimate_name: ClassVar[str] = "importance"

@@ -42,6 +42,7 @@ class PushPolicy(Policy):
 
     name = "push"
     estimate_name = "push"  # works without rankings; uses each PageRank that arrives
+    reads_on_ranking = ("pagerank",)  # to anchor the estimate on
 
     def __init__(self, ctx: PolicyContext) -> None:
         super().__init__(ctx)
