@@ -267,14 +267,16 @@ class PushRank:
         v[:k] = ranking[:k]
         np.nan_to_num(v, copy=False)
         passed = self.spread(v)
-        owed = v[:k] - passed[:k]
+        crawled = np.flatnonzero(self.slot[:n])
+        x = v[crawled]
+        owed = np.subtract(v[:k], passed[:k], out=v[:k])  # v is not read again: its memory holds what is owed
         owed = owed[owed > 0]
+        del v
         if not len(owed):
             return
         s = 1.0 / float(np.median(owed, overwrite_input=True))
         del owed
-        crawled = np.flatnonzero(self.slot[:n])
-        x = s * v[crawled]
+        x *= s
         self.xs[self.slot[crawled].astype(np.int64)] = x
         np.multiply(passed, s, out=passed)
         passed += 1.0
