@@ -87,8 +87,7 @@ def test_marginal_memory_per_known_page(scale_run):
     strict=True,
     reason="the frontier holds 80-120 bytes of anonymous RSS per page added from 0.2M to 0.6M known pages (runs "
     "differ by what glibc's heap keeps between trims); by tracemalloc: the hot fields (28), the push estimate "
-    "(residual and row slot of every page, 4 bytes a link: about 21), the policy's PageRank (8), the hosts' "
-    "heads (about 5)",
+    "(residual and row slot of every page, 4 bytes a link: about 21), the hosts' heads (about 5)",
 )
 def test_marginal_memory_per_known_page_reaches_the_target(scale_run):
     first, last = scale_run["checkpoints"]

@@ -167,18 +167,18 @@ def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None =
         with (snapshot or db.snapshot)() as own:
             inputs = _inputs(db, config, own, version, previous, scores)
             if inputs[4].streamed:
-                return _rank(config, *inputs, callback)
+                return _rank(config, inputs, callback)
         # The links are loaded: the snapshot ends before the iterations.
         # LMDB cannot reuse a page freed after a reader began while it
         # lasts, so a long one makes the crawl's commits grow the file.
-        return _rank(config, *inputs, callback)
-    return _rank(config, *_inputs(db, config, txn, version, previous, scores), callback)
+        return _rank(config, inputs, callback)
+    return _rank(config, _inputs(db, config, txn, version, previous, scores), callback)
 
 
 def _inputs(db: PageDB, config: RankConfig, txn: lmdb.Transaction, version: int | None,
-            previous: Ranking | None, scores: np.ndarray | None) -> tuple[float, int, int, Any, Any, Any]:
-    """What a ranking reads from snapshot ``txn``: ``(started, n, version,
-    scores, links, x0)``; all copies but streamed links (``x0``, the
+            previous: Ranking | None, scores: np.ndarray | None) -> list[Any]:
+    """What a ranking reads from snapshot ``txn``: ``[started, n, version,
+    scores, links, x0]``; all copies but streamed links (``x0``, the
     previous PageRank, is only read: pages beyond it start at 1/n)."""
     started = time.time()
     n = snapshot_pages(db, txn)
@@ -192,11 +192,15 @@ def _inputs(db: PageDB, config: RankConfig, txn: lmdb.Transaction, version: int 
         x0 = previous.vectors.get("pagerank") if previous is not None else None
         if x0 is None:  # the stored one: the scheduler need not hold it
             x0, _ = db.read_scores("pagerank", txn)
-    return started, n, version, scores, links, x0
+    return [started, n, version, scores, links, x0]
 
 
-def _rank(config: RankConfig, started: float, n: int, version: int, scores: np.ndarray | None,
-          links: Any, x0: np.ndarray | None, callback: Callable[..., Any] | None) -> Ranking:
+def _rank(config: RankConfig, inputs: list[Any], callback: Callable[..., Any] | None) -> Ranking:
+    """The rankings of ``inputs`` (what :func:`_inputs` read, emptied here
+    so that the previous PageRank is let go once the new one is computed,
+    before HITS makes its vectors)."""
+    started, n, version, scores, links, x0 = inputs
+    inputs.clear()
     common = {
         "version": version,
         "time": started,
@@ -215,6 +219,7 @@ def _rank(config: RankConfig, started: float, n: int, version: int, scores: np.n
                 logger.warning("personalised PageRank: no page has a positive content score yet; uniform teleport")
                 teleport = None
         r = pagerank(links, config.damping, teleport, config.tol, config.max_iter, x0=x0, callback=callback)
+        del x0
         vectors["pagerank"] = r.scores
         info["pagerank"] = {
             **common, "damping": config.damping, "iterations": r.iterations, "delta": r.delta,
