@@ -46,6 +46,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -78,8 +79,8 @@ def as_keys(fps: Sequence[bytes] | np.ndarray) -> np.ndarray:
 
 
 def key_list(keys: np.ndarray) -> list[bytes]:
-    """An array of ``S20`` as a list of 20-byte strings (trailing zero
-    bytes kept, which ``tolist`` would drop)."""
+    """An array of ``S20`` or ``V20`` as a list of 20-byte strings
+    (trailing zero bytes kept, which ``tolist`` would drop)."""
     raw = keys.tobytes()
     return [raw[k : k + 20] for k in range(0, len(raw), 20)]
 
@@ -107,6 +108,11 @@ def range_start(rs: np.ndarray, bits: int) -> np.ndarray:
     out = np.zeros((len(head), 20), np.uint8)
     out[:, :4] = head.view(np.uint8).reshape(-1, 4)
     return out.view(KEY).ravel()
+
+
+def no_entries() -> tuple[np.ndarray, np.ndarray]:
+    """A table of no fingerprints (fingerprints, pages)."""
+    return np.zeros(0, KEY), np.zeros(0, np.int64)
 
 
 def search(table: tuple[np.ndarray, np.ndarray], keys: np.ndarray) -> np.ndarray:
@@ -256,14 +262,11 @@ class FingerprintIndex:
                               np.int64, len(keys))
         else:
             out = np.full(len(keys), -1, np.int64)
-        for table in (self._main, self._recent, (self._cache_fp, self._cache_page)):
+        for look in (partial(search, self._main), partial(search, self._recent), self._cached):
             holes = np.flatnonzero(out < 0)
             if not len(holes):
                 break
-            if table[0] is self._cache_fp:
-                out[holes] = self._cached(keys[holes])
-            else:
-                out[holes] = search(table, keys[holes])
+            out[holes] = look(keys[holes])
         holes = np.flatnonzero(out < 0)
         if len(holes):
             ask = np.unique(keys[holes])
@@ -386,7 +389,7 @@ class FingerprintIndex:
             live = self._live(fp, page)
             parts.append((fp[live], page[live]))
         self._main = merge(*parts)
-        self._recent = (np.zeros(0, KEY), np.zeros(0, np.int64))
+        self._recent = no_entries()
 
     def _split(self, leaves: int) -> None:
         """Split the key ranges until each spans at most ``leaves_per_range`` leaves."""
@@ -412,7 +415,7 @@ class FingerprintIndex:
 
     def _discard_pending(self) -> None:
         """Hold nothing."""
-        self._main = self._recent = (np.zeros(0, KEY), np.zeros(0, np.int64))
+        self._main = self._recent = no_entries()
         self._count = np.zeros(len(self._mark), np.int64)
         self._oldest = np.full(len(self._mark), _NONE, np.int64)
 

@@ -26,6 +26,7 @@ from ..numeric import unique
 from .coldrecords import ColdRecords, CompactTable
 from .environment import begin_read
 from .errors import CorruptDatabase, PageDBError
+from .fpindex import key_list
 from .keys import page_key, page_keys
 from .meta import SCHEMA_VERSION
 from .meta import decode as decode_meta
@@ -209,8 +210,7 @@ class PageRecords:
         cur = txn.cursor(db=self._fps.db)
         for lo in range(start, n, 1 << 20):  # in slices: a list of 20-byte keys costs 60 bytes each
             hi = min(lo + (1 << 20), n)
-            raw = self.vertices.fp[lo:hi].tobytes()
-            cur.putmulti(sorted(zip([raw[k : k + 20] for k in range(0, len(raw), 20)], page_keys(range(lo, hi)))))
+            cur.putmulti(sorted(zip(key_list(self.vertices.fp[lo:hi]), page_keys(range(lo, hi)))))
         for old, key, i in self._rekeyed:
             if cur.set_key(old) and bytes(cur.value()) == page_key(i):
                 cur.delete()
@@ -225,8 +225,7 @@ class PageRecords:
         """``pages`` (fingerprints ``fps``) go out to be fetched: their
         responses are looked up by fingerprint without reading the index."""
         if self.compact:
-            raw = fps.tobytes()
-            self._fps.remember([raw[k : k + 20] for k in range(0, len(raw), 20)], pages)
+            self._fps.remember(fps, pages)
 
     def add_pages(self, fps: list[bytes], urls: list[str], hosts: Iterable[int], parents: Any = None) -> int:
         """Append pages (lists of 20-byte fingerprints, URL strings and host
