@@ -143,6 +143,30 @@ def test_products_in_slices_match_scipy(graph_and_db, monkeypatch):
     assert np.array_equal(sliced.out_degree, np.diff(a.indptr))
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["scipy", "numpy"])
+def test_the_hits_product_adds_each_pages_terms_as_a_csr_product_does(graph_and_db, monkeypatch, compiled):
+    """``pull`` (HITS) reads the transposed arrays column by column, slice
+    by slice, without a copy of the links: each page's sum is its terms
+    added from zero in the order of its links, bit for bit what a CSR
+    product of the adjacency gives, with scipy's compiled product or
+    without it."""
+    _, db, _ = graph_and_db
+    if not compiled:
+        monkeypatch.setattr(links_module, "_csc_matvec", None)
+    y = np.random.default_rng(5).random(db.n_pages)
+    with db.snapshot() as txn:
+        a = database_adjacency(db, txn)
+        monkeypatch.setattr(links_module, "SLICE_LINKS", 50)
+        sliced = database_links(db, txn, mode="memory")
+    assert len(sliced._bt._slices) > 10
+    want = a @ y
+    partials = np.zeros(db.n_pages)  # each slice's sums added up: the same terms, grouped otherwise
+    for r0, r1, m in sliced._bt._slices:
+        partials[sliced.rows] += m.T @ y[r0:r1]
+    assert np.allclose(partials, want, rtol=1e-12, atol=0) and not np.array_equal(partials, want)
+    assert np.array_equal(sliced.pull(y).view(np.uint64), want.view(np.uint64))
+
+
 def test_rows_in_page_order_are_the_adjacency(graph_and_db):
     _, db, a = graph_and_db
     with db.snapshot() as txn:

@@ -105,22 +105,30 @@ def hits(
     r = relevance_vector(n, relevance)
     weighted = None if r is None else np.empty(n)  # relevance times authority
     scratch = np.empty(min(n, SCRATCH))  # for the change (see numeric.l1_change)
-    h = np.full(n, 1.0 / n)
+    # Hubs are zero off the sources (pages with out-links): held for them only.
+    src = links.sources
+    m = n if src is None else len(src)
+    h = np.full(m, 1.0 / n)
+    rest = (n - m) / n  # the starting hubs of the other pages, which the first step takes to 0
     a = np.zeros(n)
     delta = np.inf
     it = 0
     while it < max_iter:
         it += 1
-        # Each old vector is dropped as soon as its change is known: three
-        # vectors of every page at a time.
-        a_new = _normalise(links.push(h))
+        # Each old vector is dropped as soon as its change is known: two
+        # vectors of every page at a time, and two of the sources.
+        a_new = _normalise(links.push_sources(h))
         delta = l1_change(a_new, a, scratch)
         a = a_new
-        h_new = _normalise(links.pull(a if r is None else np.multiply(r, a, out=weighted)))
-        delta += l1_change(h_new, h, scratch)
+        h_new = _normalise(links.pull_sources(a if r is None else np.multiply(r, a, out=weighted)))
+        delta += l1_change(h_new, h, scratch) + rest
+        rest = 0.0
         h = h_new
         if callback is not None:
             callback(it, delta)
         if delta < tol:
             break
+    if src is not None:
+        h, hubs = np.zeros(n), h
+        h[src] = hubs
     return HitsResult(h, a, it, delta, delta < tol, time.perf_counter() - start)

@@ -8,7 +8,7 @@ unchanged on any of:
 - :class:`MatrixLinks`: a scipy sparse adjacency matrix (row = source);
 - :func:`database_links`: the current links of a page database snapshot,
   either *loaded* once into index arrays (:class:`MatrixLinks`, 4 bytes
-  per link kept, 8 for HITS) or *streamed* from the LMDB blocks on every
+  per link kept) or *streamed* from the LMDB blocks on every
   product (:class:`StreamedLinks`, a few bytes per *page*: the blocks are
   read in place from the memory map, never copied).
 
@@ -42,6 +42,15 @@ from numpy.typing import ArrayLike
 
 from ..numeric import row_slices
 
+try:
+    # scipy's compiled CSC product adds into an existing array, so a
+    # transposed product over slices sums each entry in one sequence, as a
+    # CSR product of the transpose does. It is not public API: without it
+    # numpy's unbuffered add gives the same sums, more slowly.
+    from scipy.sparse._sparsetools import csc_matvec as _csc_matvec
+except ImportError:  # pragma: no cover - depends on scipy's internals
+    _csc_matvec = None
+
 if TYPE_CHECKING:
     import lmdb
 
@@ -64,7 +73,13 @@ SLICE_LINKS = 1 << 20
 class LinkOperator(Protocol):
     """What the rankers need of a link graph over ``n`` pages: the two
     products and the out-degrees (:class:`MatrixLinks`,
-    :class:`StreamedLinks`, :class:`~.seeds.SubgraphLinks`)."""
+    :class:`StreamedLinks`, :class:`~.seeds.SubgraphLinks`).
+
+    The products also come over the *sources*, the pages that may have
+    out-links: a vector that is zero on every other page (HITS's hubs,
+    PageRank's scores over the out-degrees) is then held for the sources
+    only, which a crawl's database has a fraction of.
+    """
 
     @property
     def n(self) -> int: ...
@@ -81,6 +96,43 @@ class LinkOperator(Protocol):
         """``x[i] = sum(y[j] for links i -> j)``, a new array."""
         ...
 
+    @property
+    def sources(self) -> np.ndarray | None:
+        """The pages that may have out-links, in the order of the vectors
+        over them (None: every page, in page order)."""
+        ...
+
+    @property
+    def source_degree(self) -> np.ndarray:
+        """Out-degree of each source."""
+        ...
+
+    def push_sources(self, s: np.ndarray) -> np.ndarray:
+        """:meth:`push` of the vector that is ``s`` on the sources and 0
+        elsewhere (a new array of every page)."""
+        ...
+
+    def pull_sources(self, y: np.ndarray) -> np.ndarray:
+        """:meth:`pull` of ``y`` on the sources only (a new array)."""
+        ...
+
+
+class EverySource:
+    """The products over sources of an operator whose sources are all its
+    pages (:class:`StreamedLinks`, :class:`~.seeds.SubgraphLinks`)."""
+
+    sources = None
+
+    @property
+    def source_degree(self) -> np.ndarray:
+        return self.out_degree  # type: ignore[attr-defined,no-any-return]
+
+    def push_sources(self, s: np.ndarray) -> np.ndarray:
+        return self.push(s)  # type: ignore[attr-defined,no-any-return]
+
+    def pull_sources(self, y: np.ndarray) -> np.ndarray:
+        return self.pull(y)  # type: ignore[attr-defined,no-any-return]
+
 
 class Pattern:
     """A 0/1 sparse matrix held as its CSR index arrays, without weights.
@@ -91,8 +143,8 @@ class Pattern:
     one array of ones; ``dot`` multiplies slice by slice.
 
     >>> p = Pattern(np.array([0, 2, 3]), np.array([0, 2, 1]), 3)
-    >>> p.dot(np.array([1.0, 10.0, 100.0])).tolist(), p.transpose().indptr().tolist()
-    ([101.0, 10.0], [0, 1, 2, 3])
+    >>> p.dot(np.array([1.0, 10.0, 100.0])).tolist(), p.tdot(np.array([1.0, 10.0])).tolist()
+    ([101.0, 10.0], [1.0, 10.0, 1.0])
     """
 
     def __init__(self, indptr: np.ndarray, indices: np.ndarray, n_cols: int) -> None:
@@ -117,16 +169,6 @@ class Pattern:
     def nbytes(self) -> int:
         return self.indices.nbytes + self._ones.nbytes + sum(m.indptr.nbytes for _, _, m in self._slices)
 
-    def indptr(self) -> np.ndarray:
-        """The row pointers of the whole matrix (a new array)."""
-        out = np.empty(self.shape[0] + 1, self.indices.dtype)
-        start = 0
-        for r0, r1, m in self._slices:
-            out[r0:r1] = m.indptr[:-1] + start
-            start += m.nnz
-        out[-1] = start
-        return out
-
     def dot(self, x: np.ndarray) -> np.ndarray:
         """``A @ x`` as a new float64 array."""
         out = np.empty(self.shape[0])
@@ -134,9 +176,21 @@ class Pattern:
             out[r0:r1] = m @ x
         return out
 
-    def transpose(self) -> Pattern:
-        """The transposed pattern, each row's indices sorted."""
-        return Pattern(*_transpose(self.indptr(), self.indices, self.shape), self.shape[0])
+    def tdot(self, y: np.ndarray) -> np.ndarray:
+        """``A.T @ y`` as a new float64 array, without a transposed copy.
+
+        Each entry is the sum of its terms in row order, added one by one
+        from zero: bit for bit what a CSR product of the transpose (each
+        row's indices sorted) gives.
+        """
+        y = np.ascontiguousarray(y, np.float64)
+        out = np.zeros(self.shape[1])
+        for r0, r1, m in self._slices:
+            if _csc_matvec is not None:
+                _csc_matvec(self.shape[1], r1 - r0, m.indptr, m.indices, m.data, y[r0:r1], out)
+            else:
+                np.add.at(out, m.indices, np.repeat(y[r0:r1], np.diff(m.indptr)))
+        return out
 
 
 def _transpose(indptr: np.ndarray, indices: np.ndarray, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -151,10 +205,12 @@ class MatrixLinks:
     """Links held in memory as index arrays over the pages with out-links.
 
     ``B`` has one row per source page (``rows``); it is kept transposed
-    (row = target, a :class:`Pattern`), so ``push`` (the PageRank product)
-    is a row-wise CSR product, scipy's fastest. ``B`` itself is built on
-    the first ``pull`` (HITS), doubling the memory only for HITS. Each
-    costs 4 bytes per link and 4 per row.
+    (row = target, a :class:`Pattern`: 4 bytes per link and 4 per page),
+    so ``push`` (the PageRank product) is a row-wise CSR product, scipy's
+    fastest, and ``pull`` (HITS) a column-wise product over the same
+    arrays. The out-degrees are kept per source page (4 bytes each) and
+    spread over all pages only when asked for (PageRank holds them while
+    it runs; HITS never does).
 
     Parameters
     ----------
@@ -202,9 +258,14 @@ class MatrixLinks:
         degree = np.diff(ptr)
         shape = (len(self.rows), self.n)
         self._bt = Pattern(*_transpose(ptr.astype(index), np.asarray(dst).astype(index, copy=False), shape), shape[0])
-        self._b: Pattern | None = None
-        self.out_degree = np.zeros(self.n, index)
-        self.out_degree[self.rows] = degree
+        self._degree = degree.astype(index)
+
+    @property
+    def out_degree(self) -> np.ndarray:
+        """Out-degree of every page (a new array)."""
+        out = np.zeros(self.n, self._degree.dtype)
+        out[self.rows] = self._degree
+        return out
 
     def push(self, x: np.ndarray) -> np.ndarray:
         """``y[j] = sum(x[i] for links i -> j)``."""
@@ -212,20 +273,32 @@ class MatrixLinks:
 
     def pull(self, y: np.ndarray) -> np.ndarray:
         """``x[i] = sum(y[j] for links i -> j)``."""
-        if self._b is None:
-            self._b = self._bt.transpose()
         out = np.zeros(self.n)
-        out[self.rows] = self._b.dot(y)
+        out[self.rows] = self._bt.tdot(y)
         return out
+
+    @property
+    def sources(self) -> np.ndarray:
+        """The pages with out-links (``rows``)."""
+        return self.rows
+
+    @property
+    def source_degree(self) -> np.ndarray:
+        return self._degree
+
+    def push_sources(self, s: np.ndarray) -> np.ndarray:
+        return self._bt.dot(s)
+
+    def pull_sources(self, y: np.ndarray) -> np.ndarray:
+        return self._bt.tdot(y)
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the index arrays, the row list and the out-degrees."""
-        mats = [m for m in (self._bt, self._b) if m is not None]
-        return sum(m.nbytes for m in mats) + self.rows.nbytes + self.out_degree.nbytes
+        return self._bt.nbytes + self.rows.nbytes + self._degree.nbytes
 
 
-class StreamedLinks:
+class StreamedLinks(EverySource):
     """The current links of a page database snapshot, read block by block
     from LMDB on every product.
 

@@ -123,7 +123,9 @@ def pagerank(
     if n == 0:
         return RankResult(np.zeros(0), 0, 0.0, True)
     r = None if teleport is None else teleport_vector(n, teleport)
-    deg = links.out_degree
+    # x / out-degree is zero off the sources: it is held for them only.
+    src = links.sources
+    deg = links.source_degree
     has_links = deg > 0
     x = np.full(n, 1.0 / n) if r is None else r.copy()
     if x0 is not None:
@@ -132,8 +134,8 @@ def pagerank(
         if x0.sum() > 0:
             x[: len(x0)] = x0
             x /= x.sum()
-    # x / out-degree: pages without out-links keep 0 (they are never written).
-    scaled = np.zeros(n)
+    # x / out-degree: sources without out-links keep 0 (they are never written).
+    scaled = np.zeros(len(deg))
     scratch = np.empty(min(n, SCRATCH))  # for the change (see numeric.l1_change)
     delta = np.inf
     it = 0
@@ -141,8 +143,8 @@ def pagerank(
         it += 1
         # x times 1/degree, as two passes: no vector of inverses is held.
         np.divide(1.0, deg, out=scaled, where=has_links)
-        np.multiply(x, scaled, out=scaled, where=has_links)
-        y = links.push(scaled)
+        np.multiply(x if src is None else x[src], scaled, out=scaled, where=has_links)
+        y = links.push_sources(scaled)
         y *= damping
         # Teleport plus dangling mass: all that did not flow along a link.
         if r is None:

@@ -65,6 +65,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from .hits import hits
+from .links import EverySource
 from .traversal import base_set, bfs_levels, core_distances
 
 __all__ = [
@@ -153,7 +154,7 @@ def prune_same_host(adjacency: sp.spmatrix | ArrayLike, hosts: ArrayLike) -> sp.
     return _prune(_binary(adjacency), hosts)
 
 
-class SubgraphLinks:
+class SubgraphLinks(EverySource):
     """Link operator (see :mod:`.links`) of the subgraph of the live pages.
 
     :meth:`remove` takes pages out by zeroing the weight of every link
