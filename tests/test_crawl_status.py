@@ -130,6 +130,30 @@ def test_the_status_is_committed_with_the_batches_and_refreshed_at_its_interval(
     assert st["pages_by_state"]["crawled"] == 1 and st["pages_by_state"]["unfetched"] == 2
 
 
+def test_a_reopened_crawl_hands_out_its_first_batch_before_the_next_pass(tmp_path, make_backend):
+    """The figures saved at close stand for one interval after a reopen: the
+    first batch is not held up by a pass over every page; the next pass
+    comes at the interval, or at close."""
+    now = [1000.0]
+    path = tmp_path / "db"
+    b = make_backend(path, clock=lambda: now[0], STATUS_INTERVAL=3600.0, RANK_BACKGROUND=False)
+    b.add_seeds([req("http://a.test/"), req("http://b.test/")])
+    (r, _) = b.get_next_requests(2)
+    crawl(b, r, ["http://a.test/x"])
+    b.frontier_stop()
+    saved = read_metadata(str(path))[0]["status"]
+    assert saved["passes"] == 2 and saved["pages_by_state"]["leased"] == 1
+    now[0] = 2000.0
+    b = make_backend(path, clock=lambda: now[0], STATUS_INTERVAL=3600.0, RANK_BACKGROUND=False)
+    assert len(b.get_next_requests(5)) == 2  # the lease recovered at open, and the link
+    st = b.core.db.meta_section("status")
+    assert st["committed"] == 2000.0 and st["pages"] == 3  # what every commit records
+    assert (st["passes"], st["time"], st["pages_by_state"]) == (2, saved["time"], saved["pages_by_state"])
+    b.frontier_stop()
+    st = read_metadata(str(path))[0]["status"]
+    assert st["passes"] == 3 and st["time"] == 2000.0 and st["pages_by_state"]["leased"] == 2
+
+
 def test_no_status_is_kept_with_interval_zero(tmp_path, make_backend):
     path = tmp_path / "db"
     b = make_backend(path)

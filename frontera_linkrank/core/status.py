@@ -102,7 +102,9 @@ class CrawlStatus:
         self.interval, self.clock = interval, clock
         saved = db.meta_section(SECTION)
         self.doc: dict[str, Any] = dict(saved) if isinstance(saved, dict) else {}
-        self._due = 0.0
+        # A reopened crawl's saved figures stand for one interval, so its
+        # first batch does not wait for a pass over every page.
+        self._due = time.monotonic() + interval if self.doc.get("passes") else 0.0
         if interval <= 0:
             db.own_meta_section(SECTION, lambda: None)  # no stale figures left behind
             return
