@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -23,6 +24,17 @@ def unique(a: ArrayLike) -> np.ndarray:
     if len(s) < 2:
         return s
     return s[np.r_[True, s[1:] != s[:-1]]]
+
+
+def exact_sum(a: ArrayLike) -> float:
+    """The correctly rounded sum of ``a`` (``math.fsum``), read through a
+    memoryview: Python floats come straight from the buffer instead of a
+    numpy scalar per value (about twice as fast on large vectors).
+
+    >>> exact_sum(np.array([1e16, 1.0, -1e16]))
+    1.0
+    """
+    return math.fsum(np.ascontiguousarray(a, np.float64).data.cast("B").cast("d"))
 
 
 def l1_change(new: np.ndarray, old: np.ndarray, scratch: np.ndarray) -> float:

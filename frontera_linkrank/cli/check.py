@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import fcntl
 import itertools
-import math
 import os
 import sys
 import time
@@ -36,7 +35,7 @@ import time
 import numpy as np
 
 from ..core.codec import malformed_parts
-from ..numeric import unique
+from ..numeric import exact_sum, unique
 from ..storage.errors import LMDB_DAMAGE
 from ..storage.fpindex import marked_written, read_marks
 from ..storage.identity import SECTION, key_for, key_scheme, stored_request_key
@@ -91,7 +90,7 @@ def check_cash(db: PageDB) -> list[str]:
     h = v.history[:n]
     if (h < 0).any():
         out.append(f"{int((h < 0).sum())} pages with negative history")
-    total = math.fsum(h)
+    total = exact_sum(h)
     if not abs(total - a.G) <= TOL * max(1.0, abs(a.G)):
         out.append(f"total history G = {a.G!r} but the pages' history sums to {total!r}")
     return out

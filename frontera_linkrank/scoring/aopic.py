@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ..numeric import exact_sum
 from ..storage.coldrecords import TableColdRecords
 from ..storage.vertices import ERROR, F_CRAWLED
 
@@ -420,7 +421,7 @@ class Aopic:
     def total_cash(self) -> float:
         """``sum C + sum owed + C_omega`` computed exactly-rounded (math.fsum)."""
         n = self.table.n
-        return math.fsum(self.table.cash[:n]) + math.fsum(self.owed()) + self.omega
+        return exact_sum(self.table.cash[:n]) + exact_sum(self.owed()) + self.omega
 
     def residual(self) -> float:
         """Deviation of the cash books from 1 (0 up to rounding)."""

@@ -50,12 +50,11 @@ Examples
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 
 import numpy as np
 
-from ..numeric import row_slices, spans, unique
+from ..numeric import exact_sum, row_slices, spans, unique
 
 SPREAD_LINKS = 1 << 20
 """Links followed at a time by a push round or :meth:`PushRank.spread`."""
@@ -282,7 +281,7 @@ class PushRank:
         passed += 1.0
         passed[crawled] -= x
         self.r[:n] = passed
-        self.mass = math.fsum(x) + math.fsum(self.r[:n])
+        self.mass = exact_sum(x) + exact_sum(self.r[:n])
         self._pending = crawled[self.deg[self.slot[crawled]] > 0]
         self.push(signed=True, collect=False)
         self.anchors += 1
@@ -304,7 +303,7 @@ class PushRank:
         """The estimate as PageRank of the known graph (sums to 1 over the known pages)."""
         n = self.n
         v = self.x() + self.r[:n]
-        total = math.fsum(v)
+        total = exact_sum(v)
         v = v / total if total > 0 else v
         return v if idx is None else v[np.asarray(idx, np.int64)]
 
