@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 from frontera_linkrank.core.graph_import import add_graph
-from frontera_linkrank.scoring import links as links_module
+from frontera_linkrank.scoring import pattern as pattern_module
 from frontera_linkrank.scoring.hits import hits
 from frontera_linkrank.scoring.links import MatrixLinks, database_adjacency, database_links, database_rows
 from frontera_linkrank.scoring.pagerank import pagerank
@@ -133,7 +133,7 @@ def test_products_in_slices_match_scipy(graph_and_db, monkeypatch):
     x, y = rng.random(n), rng.random(n)
     with db.snapshot() as txn:
         whole = database_links(db, txn, mode="memory")
-        monkeypatch.setattr(links_module, "SLICE_LINKS", 50)
+        monkeypatch.setattr(pattern_module, "SLICE_LINKS", 50)
         sliced = database_links(db, txn, mode="memory")
     in_degree = np.diff(a.tocsc().indptr)
     assert len(sliced._bt._slices) > 10 and in_degree.max() > 50  # both kinds of slice are used
@@ -152,11 +152,11 @@ def test_the_hits_product_adds_each_pages_terms_as_a_csr_product_does(graph_and_
     without it."""
     _, db, _ = graph_and_db
     if not compiled:
-        monkeypatch.setattr(links_module, "_csc_matvec", None)
+        monkeypatch.setattr(pattern_module, "_csc_matvec", None)
     y = np.random.default_rng(5).random(db.n_pages)
     with db.snapshot() as txn:
         a = database_adjacency(db, txn)
-        monkeypatch.setattr(links_module, "SLICE_LINKS", 50)
+        monkeypatch.setattr(pattern_module, "SLICE_LINKS", 50)
         sliced = database_links(db, txn, mode="memory")
     assert len(sliced._bt._slices) > 10
     want = a @ y

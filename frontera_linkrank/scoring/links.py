@@ -40,16 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-from ..numeric import row_slices
-
-try:
-    # scipy's compiled CSC product adds into an existing array, so a
-    # transposed product over slices sums each entry in one sequence, as a
-    # CSR product of the transpose does. It is not public API: without it
-    # numpy's unbuffered add gives the same sums, more slowly.
-    from scipy.sparse._sparsetools import csc_matvec as _csc_matvec
-except ImportError:  # pragma: no cover - depends on scipy's internals
-    _csc_matvec = None
+from .pattern import Pattern, transpose_indices
 
 if TYPE_CHECKING:
     import lmdb
@@ -63,11 +54,6 @@ if TYPE_CHECKING:
 # benchmarks/rank.py's databases.
 LINK_BYTES_LOADED = 13
 
-# Links a product handles in one sparse call. A 0/1 matrix is held as its
-# two index arrays only; each call gets a CSR view of one slice of them
-# whose weights are a shared array of ones this long, so no weight per
-# link is ever stored.
-SLICE_LINKS = 1 << 20
 
 
 class LinkOperator(Protocol):
@@ -134,73 +120,6 @@ class EverySource:
         return self.pull(y)  # type: ignore[attr-defined,no-any-return]
 
 
-class Pattern:
-    """A 0/1 sparse matrix held as its CSR index arrays, without weights.
-
-    The rows are cut into slices of at most :data:`SLICE_LINKS` links (a
-    row longer than that is a slice of its own), each a scipy CSR matrix
-    over a view of the column indices, its own row pointers and a view of
-    one array of ones; ``dot`` multiplies slice by slice.
-
-    >>> p = Pattern(np.array([0, 2, 3]), np.array([0, 2, 1]), 3)
-    >>> p.dot(np.array([1.0, 10.0, 100.0])).tolist(), p.tdot(np.array([1.0, 10.0])).tolist()
-    ([101.0, 10.0], [1.0, 10.0, 1.0])
-    """
-
-    def __init__(self, indptr: np.ndarray, indices: np.ndarray, n_cols: int) -> None:
-        self.indices = indices
-        self.shape = (len(indptr) - 1, int(n_cols))
-        cuts = list(row_slices(indptr, SLICE_LINKS))
-        self._ones = np.ones(max((int(indptr[r1] - indptr[r0]) for r0, r1 in cuts), default=0))
-        self._slices = []
-        for r0, r1 in cuts:
-            s0, s1 = int(indptr[r0]), int(indptr[r1])
-            m = sp.csr_matrix(
-                (self._ones[: s1 - s0], indices[s0:s1], indptr[r0 : r1 + 1] - indptr[r0]),
-                shape=(r1 - r0, self.shape[1]),
-                copy=False,
-            )
-            # scipy's constructor copies a view much shorter than its base
-            # array: share the views instead.
-            m.indices, m.data = indices[s0:s1], self._ones[: s1 - s0]
-            self._slices.append((r0, r1, m))
-
-    @property
-    def nbytes(self) -> int:
-        return self.indices.nbytes + self._ones.nbytes + sum(m.indptr.nbytes for _, _, m in self._slices)
-
-    def dot(self, x: np.ndarray) -> np.ndarray:
-        """``A @ x`` as a new float64 array."""
-        out = np.empty(self.shape[0])
-        for r0, r1, m in self._slices:
-            out[r0:r1] = m @ x
-        return out
-
-    def tdot(self, y: np.ndarray) -> np.ndarray:
-        """``A.T @ y`` as a new float64 array, without a transposed copy.
-
-        Each entry is the sum of its terms in row order, added one by one
-        from zero: bit for bit what a CSR product of the transpose (each
-        row's indices sorted) gives.
-        """
-        y = np.ascontiguousarray(y, np.float64)
-        out = np.zeros(self.shape[1])
-        for r0, r1, m in self._slices:
-            if _csc_matvec is not None:
-                _csc_matvec(self.shape[1], r1 - r0, m.indptr, m.indices, m.data, y[r0:r1], out)
-            else:
-                np.add.at(out, m.indices, np.repeat(y[r0:r1], np.diff(m.indptr)))
-        return out
-
-
-def _transpose(indptr: np.ndarray, indices: np.ndarray, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Row pointers and indices of the transposed 0/1 matrix, each row's
-    indices sorted (scipy's counting sort, with 1-byte weights while it
-    runs)."""
-    t = sp.csr_matrix((np.ones(len(indices), np.int8), indices, indptr), shape=shape).T.tocsr()
-    return t.indptr, t.indices
-
-
 class MatrixLinks:
     """Links held in memory as index arrays over the pages with out-links.
 
@@ -257,7 +176,8 @@ class MatrixLinks:
         index = np.int32 if max(self.n_links, self.n) < 2**31 else np.int64
         degree = np.diff(ptr)
         shape = (len(self.rows), self.n)
-        self._bt = Pattern(*_transpose(ptr.astype(index), np.asarray(dst).astype(index, copy=False), shape), shape[0])
+        dst = np.asarray(dst).astype(index, copy=False)
+        self._bt = Pattern(*transpose_indices(ptr.astype(index), dst, shape), shape[0])
         self._degree = degree.astype(index)
 
     @property
@@ -520,9 +440,9 @@ def snapshot_pages(db: PageDB, txn: lmdb.Transaction) -> int:
 
 
 __all__ = [
+    "EverySource",
     "LinkOperator",
     "MatrixLinks",
-    "Pattern",
     "StreamedLinks",
     "database_adjacency",
     "database_links",
