@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from frontera_linkrank.numeric import top_k, unique
+from frontera_linkrank.numeric import best_first, top_k, unique
 
 values = st.lists(st.sampled_from([-np.inf, -1.0, 0.0, 0.5, 1.0, 2.0, np.inf]) | st.floats(-10, 10), max_size=60)
 
@@ -26,3 +26,17 @@ def test_top_k_ranks_nan_as_minus_infinity(xs, k, holes):
 @given(st.lists(st.integers(-5, 5), max_size=50))
 def test_unique_is_numpys(xs):
     assert unique(np.array(xs, dtype=np.int64)).tolist() == np.unique(np.array(xs, dtype=np.int64)).tolist()
+
+
+@given(st.integers(1, 300), st.integers(1, 40), st.integers(0, 60), st.randoms(use_true_random=False))
+def test_best_first_is_the_head_of_the_heaps_order(n, m, nan_step, rnd):
+    """Key highest first, ties by smaller id (a host's head and its floor),
+    with ties, signed zeros, infinities and NaN; both the partitioned and
+    the plain path (``m`` small or not against the entries)."""
+    pool = [-np.inf, -0.0, 0.0, 0.5, 1.0, np.inf, rnd.uniform(-10, 10), rnd.uniform(-10, 10)]
+    keys = np.array([rnd.choice(pool) if rnd.random() < 0.5 else rnd.uniform(-10, 10) for _ in range(n)])
+    if nan_step:
+        keys[::nan_step] = np.nan
+    ids = np.array(rnd.sample(range(10 * n), n), dtype=np.int64)
+    m = min(m, n)
+    assert best_first(keys, ids, m).tolist() == np.lexsort((ids, -keys))[:m].tolist()

@@ -41,7 +41,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..numeric import spans
+from ..numeric import best_first, spans
 
 HEAD_MIN = 4
 """Entries a refill puts in a host's head, at least."""
@@ -279,7 +279,7 @@ class BestFirstQueue:
             return
         k = min(len(pages), max(HEAD_MIN, min(HEAD_MAX, math.isqrt(len(pages)))))
         if k < len(pages):
-            order = np.lexsort((pages, -keys))  # the heap's order: key, then page
+            order = best_first(keys, pages, k + 1)  # the heap's order: key, then page
             rest = order[k]
             self._set_floor(host, (-float(keys[rest]), int(pages[rest])))
             pages, keys = pages[order[:k]], keys[order[:k]]
