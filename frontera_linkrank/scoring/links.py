@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 LINK_BYTES_LOADED = 13
 
 
-
 class LinkOperator(Protocol):
     """What the rankers need of a link graph over ``n`` pages: the two
     products and the out-degrees (:class:`MatrixLinks`,
