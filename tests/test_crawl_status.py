@@ -154,6 +154,41 @@ def test_a_reopened_crawl_hands_out_its_first_batch_before_the_next_pass(tmp_pat
     assert st["passes"] == 3 and st["time"] == 2000.0 and st["pages_by_state"]["leased"] == 2
 
 
+def test_a_pass_slowed_by_a_busy_machine_does_not_put_off_the_next(tmp_path, make_backend, monkeypatch):
+    """The passes keep to a share of the crawl's work: a pass that took 30 s
+    of wall time but 1 ms of CPU (the machine was busy) is followed by the
+    next one an interval later, not 600 s later."""
+    from frontera_linkrank.core import status as status_module
+
+    now = {"wall": 1000.0, "cpu": 0.0}
+
+    class BusyMachine:
+        @staticmethod
+        def monotonic():
+            return now["wall"]
+
+        @staticmethod
+        def thread_time():
+            return now["cpu"]
+
+    b = make_backend(tmp_path / "db", STATUS_INTERVAL=1.0, RANK_BACKGROUND=False)
+    monkeypatch.setattr(status_module, "time", BusyMachine)
+    status, one_pass = b.core.status, b.core.status._pass
+
+    def preempted_pass():
+        one_pass()
+        now["wall"] += 30.0
+        now["cpu"] += 0.001
+
+    monkeypatch.setattr(status, "_pass", preempted_pass)
+    b.add_seeds([req("http://a.test/")])
+    b.get_next_requests(0)
+    assert b.core.db.meta_section("status")["passes"] == 1
+    now["wall"] += 1.0
+    b.get_next_requests(0)
+    assert b.core.db.meta_section("status")["passes"] == 2
+
+
 def test_no_status_is_kept_with_interval_zero(tmp_path, make_backend):
     path = tmp_path / "db"
     b = make_backend(path)
