@@ -40,7 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-from .pattern import Pattern, transpose_indices
+from .pattern import Pattern, add_transposed_product, transpose_indices
 
 if TYPE_CHECKING:
     import lmdb
@@ -256,7 +256,7 @@ class StreamedLinks(EverySource):
         # (src int64, live float64 or None, csr matrix rows x n) per block
         self._blocks: list[tuple[np.ndarray, np.ndarray | None, sp.csr_matrix]] = []
         seen = np.zeros(self.n, bool)
-        deg = np.zeros(self.n, np.int64)
+        deg = np.zeros(self.n, np.int32)  # a page has far fewer than 2**31 links
         self.n_links = 0
         ones = np.ones(max((b.n_edges for b in edges.iter_blocks(txn)), default=0))
         for blk in edges.iter_blocks(txn, newest_first=True):
@@ -304,7 +304,7 @@ class StreamedLinks(EverySource):
         y = np.zeros(self.n)
         for src, live, m in self._blocks:
             xs = x[src] if live is None else x[src] * live
-            y += self._matrix(src, m).T @ xs
+            add_transposed_product(self._matrix(src, m), xs, y)
         return y
 
     def pull(self, y: np.ndarray) -> np.ndarray:

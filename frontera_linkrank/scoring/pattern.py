@@ -76,11 +76,18 @@ class Pattern:
         y = np.ascontiguousarray(y, np.float64)
         out = np.zeros(self.shape[1])
         for r0, r1, m in self._slices:
-            if _csc_matvec is not None:
-                _csc_matvec(self.shape[1], r1 - r0, m.indptr, m.indices, m.data, y[r0:r1], out)
-            else:
-                np.add.at(out, m.indices, np.repeat(y[r0:r1], np.diff(m.indptr)))
+            add_transposed_product(m, y[r0:r1], out)
         return out
+
+
+def add_transposed_product(m: sp.csr_matrix, y: np.ndarray, out: np.ndarray) -> None:
+    """``out += m.T @ y`` in place, each entry's terms added one by one in
+    row order (no temporary as long as ``out``)."""
+    y = np.ascontiguousarray(y, np.float64)
+    if _csc_matvec is not None:
+        _csc_matvec(m.shape[1], m.shape[0], m.indptr, m.indices, np.ascontiguousarray(m.data, np.float64), y, out)
+    else:
+        np.add.at(out, m.indices, np.repeat(y, np.diff(m.indptr)) * m.data)
 
 
 def transpose_indices(indptr: np.ndarray, indices: np.ndarray, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -91,4 +98,4 @@ def transpose_indices(indptr: np.ndarray, indices: np.ndarray, shape: tuple[int,
     return t.indptr, t.indices
 
 
-__all__ = ["SLICE_LINKS", "Pattern", "transpose_indices"]
+__all__ = ["SLICE_LINKS", "Pattern", "add_transposed_product", "transpose_indices"]
