@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import CorruptDatabase
+from .fpindex import key_list
 
 # Page states. The values match Frontera's States constants where they mean
 # the same thing (NOT_CRAWLED=0, CRAWLED=2, ERROR=3); LEASED is "handed out".
@@ -154,8 +155,7 @@ class VertexTable:
 
     def fingerprints(self) -> list[bytes]:
         """The fingerprints of all pages as a list of 20-byte strings."""
-        raw = self.fp[: self.n].tobytes()
-        return [raw[i : i + 20] for i in range(0, len(raw), 20)]
+        return key_list(self.fp[: self.n])
 
 
 def check_records(table: VertexTable, n_hosts: int, path: str) -> None:
