@@ -73,7 +73,6 @@ class Pattern:
         from zero: bit for bit what a CSR product of the transpose (each
         row's indices sorted) gives.
         """
-        y = np.ascontiguousarray(y, np.float64)
         out = np.zeros(self.shape[1])
         for r0, r1, m in self._slices:
             add_transposed_product(m, y[r0:r1], out)
