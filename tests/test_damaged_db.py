@@ -16,12 +16,14 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 
 import lmdb
 import pytest
 from frontera.core.models import Request, Response
 
 from crawlweb import BIN, EXAMPLE, run_crawl
+from frontera_linkrank.storage.errors import CorruptDatabase
 
 # name -> frontera-linkrank subcommand (each but top also a page_db_* script)
 TOOLS = {
@@ -199,3 +201,44 @@ def test_stored_lengths_are_checked_before_allocating(base_db, tmp_path, what, t
     out = subprocess.run([os.path.join(BIN, "page_db_check"), db], capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and message in out.stdout + out.stderr, (out.stdout, out.stderr)
     assert "Traceback" not in out.stderr
+
+
+@pytest.fixture
+def walks(monkeypatch):
+    """How many times the B-tree walk ran, in this process."""
+    from frontera_linkrank.storage import integrity
+
+    count = []
+    walk = integrity.check_tree
+    monkeypatch.setattr(integrity, "check_tree", lambda path, env: count.append(path) or walk(path, env))
+    return count
+
+
+def test_a_file_its_writer_closed_is_opened_without_the_walk_and_any_change_brings_it_back(base_db, tmp_path,
+                                                                                           walks):
+    from frontera_linkrank.cli import check
+    from frontera_linkrank.storage import integrity
+    from frontera_linkrank.storage.pagedb import PageDB
+
+    db = str(tmp_path / "db")
+    shutil.copytree(base_db, db)  # a copy is another file: walked once, by its first writer
+    PageDB(db).close()
+    stamp = os.path.join(db, integrity.CLEAN_CLOSE)
+    assert len(walks) == 1 and os.path.exists(stamp)
+    PageDB(db, readonly=True).close()
+    writer = PageDB(db)
+    assert len(walks) == 1 and not os.path.exists(stamp)  # a writer that dies from here leaves no record
+    writer.close()
+    assert check.main([db]) == 0 and len(walks) == 2  # page_db_check walks always
+    # Damage a B-tree page in place and put the modification time back: the change time moves.
+    meta = integrity.check_file(db)
+    data = os.path.join(db, "data.mdb")
+    before = os.stat(data)
+    time.sleep(0.05)  # past the file system's timestamp granularity
+    with open(data, "r+b") as f:
+        f.seek(meta.roots[1][0] * meta.page_size)
+        f.write(struct.pack("<Q", 1 << 40))
+    os.utime(data, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(CorruptDatabase, match="check: B-tree pages"):
+        PageDB(db)
+    assert len(walks) == 3

@@ -389,7 +389,7 @@ def main(argv: Argv, prog: str) -> int:
         for line in repair(args.path):
             print(f"repaired {line}")
     try:
-        db = open_db(args.path)
+        db = open_db(args.path, full_check=True)  # every B-tree page, however the file was closed
     except CorruptDatabase as e:
         print(f"FAIL {e}")
         return 1

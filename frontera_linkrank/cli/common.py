@@ -125,11 +125,12 @@ def tool(default_prog: str) -> Callable[[Callable[[Argv, str], int | None]], Too
     return wrap
 
 
-def open_db(path: str) -> PageDB:
-    """Open ``path`` read-only, with a clear message if it is not a page database."""
+def open_db(path: str, full_check: bool = False) -> PageDB:
+    """Open ``path`` read-only, with a clear message if it is not a page
+    database (``full_check``: see :class:`~..storage.pagedb.PageDB`)."""
     if not os.path.exists(path):
         raise ToolError(f"{path}: no such directory")
-    return PageDB(path, readonly=True)
+    return PageDB(path, readonly=True, full_check=full_check)
 
 
 def books(db: PageDB) -> Aopic:

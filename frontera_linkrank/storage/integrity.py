@@ -23,13 +23,16 @@ LMDB uses the meta with the higher transaction id.
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 from dataclasses import dataclass
 from typing import Any
 
+import lmdb
 import numpy as np
 
+from . import environment
 from .environment import begin_read
 from .errors import CorruptDatabase
 
@@ -300,4 +303,91 @@ class _Walk:
         self.seen.update(first.tolist())
 
 
-__all__ = ["DATA_VERSION", "MAGIC", "Meta", "check_file", "check_tree"]
+# -- a clean close ----------------------------------------------------------------------
+CLEAN_CLOSE = "clean-close.json"
+"""Written by a writer that closed the database, naming the file it left."""
+
+_STAMPED = ("st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns")
+
+
+def _stamp(path: str, meta: Meta) -> dict[str, int]:
+    st = os.stat(os.path.join(path, "data.mdb"))
+    return {**{k: int(getattr(st, k)) for k in _STAMPED}, "txnid": meta.txnid}
+
+
+def synced(env: Any) -> bool:
+    """Flush ``env`` to disk; False if that fails (no clean close then)."""
+    try:
+        env.sync(True)
+    except lmdb.Error:
+        return False
+    return True
+
+
+def mark_clean_close(path: str) -> None:
+    """Record that the writer which opened ``path`` (its tree checked)
+    closed it: only LMDB wrote the file since the check. Written after
+    the environment is synced and closed; a failure to write it only
+    means the next open walks the tree."""
+    try:
+        meta = check_file(path)
+        if meta is None:
+            return
+        tmp = os.path.join(path, CLEAN_CLOSE + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(_stamp(path, meta), f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, os.path.join(path, CLEAN_CLOSE))
+    except (OSError, CorruptDatabase):
+        return
+
+
+def closed_cleanly(path: str, meta: Meta | None) -> bool:
+    """Whether ``path/data.mdb`` is the very file a writer left at its
+    clean close (same device and inode, size, modification and change
+    times, last transaction ``meta``): its tree needs no walk. A copy has
+    another inode; any write, even one that restores the modification
+    time, moves the change time."""
+    if meta is None:
+        return False
+    try:
+        with open(os.path.join(path, CLEAN_CLOSE), "rb") as f:
+            saved = json.loads(f.read(4096))
+        return isinstance(saved, dict) and saved == _stamp(path, meta)
+    except (OSError, ValueError):
+        return False
+
+
+def forget_clean_close(path: str) -> None:
+    """A writer opening ``path`` removes the record before it writes:
+    should it die, the next open walks the tree."""
+    try:
+        os.unlink(os.path.join(path, CLEAN_CLOSE))
+    except FileNotFoundError:
+        pass
+
+
+def open_checked(path: str, readonly: bool, map_size: int | None, sync: bool, full_check: bool = False) -> Any:
+    """The LMDB environment at ``path`` (:func:`~.environment.open_env`),
+    opened once its file is checked: the meta pages before LMDB maps it
+    (:func:`check_file`), then every B-tree page before any table is read
+    (:func:`check_tree`), unless the file is the one a writer left at its
+    clean close (:func:`closed_cleanly`) and ``full_check`` is off. A
+    writer then removes that record and frees dead readers' slots."""
+    meta = check_file(path)
+    env = environment.open_env(path, readonly, map_size, sync)
+    try:
+        if full_check or not closed_cleanly(path, meta):
+            check_tree(path, env)
+        if not readonly:
+            forget_clean_close(path)
+            environment.clear_stale_readers(env, path)
+    except BaseException:
+        env.close()
+        raise
+    return env
+
+
+__all__ = ["CLEAN_CLOSE", "DATA_VERSION", "MAGIC", "Meta", "check_file", "check_tree", "closed_cleanly",
+           "forget_clean_close", "mark_clean_close", "open_checked"]

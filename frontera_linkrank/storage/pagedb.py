@@ -12,8 +12,7 @@ Named databases inside the environment:
 ``hosts``      host name -> host id, see :mod:`.hosts`
 ``edges``      blocks of out-links, see :mod:`.edges`
 ``scores``     named float vectors (PageRank, HITS), see :mod:`.vectors`
-``hostpages``  the pages of each host, where the frontier finds a host's
-               waiting pages again, see :mod:`.hostpages`
+``hostpages``  the pages of each host, where the frontier finds a host's waiting pages again, see :mod:`.hostpages`
 
 and the side tables of the features (:mod:`.sidetable`), keyed by page index:
 
@@ -92,6 +91,9 @@ class PageDB(FeatureTables, PageRecords):
     compact : bool
         A writer holding only the hot fields in memory (a crawl); see the
         module docstring.
+    full_check : bool
+        Walk every B-tree page at open, even of a file a writer closed
+        cleanly (:func:`~.integrity.open_checked`).
 
     Raises
     ------
@@ -118,15 +120,16 @@ class PageDB(FeatureTables, PageRecords):
         sync: bool = True,
         checkpoint_bytes: int | None = None,
         compact: bool = False,
+        full_check: bool = False,
     ) -> None:
         self.path = os.fspath(path)
+        self._checked = False  # a writer past its open's checks: its close leaves a clean file
         self.readonly = readonly
         self.compact = bool(compact) and not readonly
         self._lock: WriterLock | None = None
         self._ro_txn: Any = None
-        # Held by other threads' read transactions (reader()); the map is
-        # only resized under it: LMDB forbids a resize while this process
-        # has a transaction open, and a reader would fault on the old map.
+        # Held by other threads' read transactions (reader()); the map is only resized under it: LMDB
+        # forbids a resize while this process has a transaction open, and a reader would fault on the old map.
         self._remap_lock = threading.Lock()
         self._close_hooks: list[Callable[[], None]] = []
         self._tables: dict[str, SideTable] = {}
@@ -136,16 +139,13 @@ class PageDB(FeatureTables, PageRecords):
             environment.make_dir(self.path)
             self._lock = WriterLock(self.path)
         try:
-            integrity.check_file(self.path)  # before LMDB maps it: a file cut short is a bus error
-            self.env = environment.open_env(self.path, readonly, map_size, sync)
-            integrity.check_tree(self.path, self.env)  # before any table is read
-            if not readonly:
-                environment.clear_stale_readers(self.env, self.path)
+            self.env = integrity.open_checked(self.path, readonly, map_size, sync, full_check)
             self.dbs = environment.open_tables(self.env, self.path, readonly)
             self._open_parts(int(checkpoint_bytes or 0))
             self.reload()
             with self.snapshot() as txn:
                 self._check_request_format(txn)
+            self._checked = not readonly
         except LMDB_DAMAGE as e:
             self.close()
             raise CorruptDatabase(f"{self.path}: LMDB reports damage: {e} (corrupt database)") from None
@@ -254,8 +254,11 @@ class PageDB(FeatureTables, PageRecords):
             # Another thread's reader() must end first: closing the
             # environment under an open transaction would fault.
             with self._remap_lock:
+                clean = self._checked and integrity.synced(self.env)
                 self.env.close()
             self.env = None
+            if clean:
+                integrity.mark_clean_close(self.path)
         if self._lock is not None:
             self._lock.release()
             self._lock = None
