@@ -90,3 +90,36 @@ def test_hybrid_push_crawl_keys_scale_and_books(tmp_path):
         assert core.frontier.n_queued == int((v.state[: v.n] == UNFETCHED).sum())
     finally:
         core.close()
+
+
+def test_a_closed_crawl_reopens_with_the_estimate_it_closed_with(tmp_path, monkeypatch):
+    from frontera_linkrank.scheduling.policies import push as push_policy
+
+    closed = {}
+    save = push_policy.PushPolicy.save
+
+    def recording_save(self):
+        push = self.push
+        closed.update(values=push.values(np.arange(push.n)), anchors=push.anchors, pushes=push.pushes)
+        save(self)
+
+    monkeypatch.setattr(push_policy.PushPolicy, "save", recording_save)
+    crawl(load_graph("hollins"), LINKRANK, [0, 100, 2000], 600, batch=50, workdir=str(tmp_path),
+          settings={"LINKRANK_RANK_EVERY_PAGES": 200, "LINKRANK_RANK_GROWTH": 0})
+    assert closed["anchors"] >= 2  # periodic rankings and the close's: more than a rebuilt estimate has
+    settings = LinkRankSettings({"LINKRANK_PATH": str(tmp_path / "db"), "LINKRANK_SYNC": False})
+    core = FrontierCore(settings)
+    try:
+        push = core.policy.push
+        assert (push.anchors, push.pushes) == (closed["anchors"], closed["pushes"])  # taken back, not re-anchored
+        assert np.array_equal(push.values(np.arange(push.n)), closed["values"])
+        assert core.db.score_names() == ["authority", "hub", "pagerank"]  # the saved estimate is no ranking
+        assert core.next_requests(10)  # a commit: what was saved is now the past
+    finally:
+        core.ranking.cancel()
+        core.db.close()  # the process dies here, without its close
+    core = FrontierCore(settings)
+    try:
+        assert core.policy.push.anchors == 1  # rebuilt from the stored links and PageRank
+    finally:
+        core.close()

@@ -4,7 +4,8 @@ policy, its request priority, and the order the queue hands pages out in.
 The crawl policy is the one the database was last crawled with (its
 metadata names it; ``--policy`` to see another), built as the frontier
 core builds it at open, from the last commit, with the default settings
-(the push estimate rebuilt from the stored links, the stored ranking).
+(the push estimate as the crawl's close stored it or rebuilt from the
+stored links, the stored ranking).
 A queued page's *key* is what the queue compares: the policy's key plus
 its host class's offset (AOPIC's accumulator, for the cash policies with
 ``LINKRANK_OMEGA_POLICY = "hosts"``). Pages are handed out by priority

@@ -433,7 +433,8 @@ class FrontierCore:
             self.batch.apply()
             try:
                 self.ranking.finish(self._commit)
-            except WriteError as e:  # storing the ranking
+                self.policy.save()
+            except WriteError as e:  # storing the ranking or the policy's state
                 self._stop(e)
         self.ranking.cancel()  # it holds a snapshot of the database we close
         if self.db.env is not None:

@@ -286,6 +286,27 @@ class PushRank:
         self.push(signed=True, collect=False)
         self.anchors += 1
 
+    # -- saving ----------------------------------------------------------------------------
+    def state(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+        """``(x of pages rows, r of every known page, counters)``: what
+        :meth:`restore` takes back, given the same links (``r`` a view,
+        valid until the estimate changes)."""
+        counters = {"mass": self.mass, "pushes": self.pushes, "push_edges": self.push_edges, "anchors": self.anchors}
+        return self.x(rows), self.r[: self.n], counters
+
+    def restore(self, rows: np.ndarray, x: np.ndarray, r: np.ndarray, counters: dict[str, float]) -> None:
+        """Take back a :meth:`state` of the same known graph: ``rows`` are
+        the pages read (:meth:`read_flat`) with their links then, ``x``
+        their estimates, ``r`` the residual of every known page."""
+        rows = np.asarray(rows, np.int64)
+        if len(r) != self.n or len(x) != len(rows) or not self.has_row(rows).all():
+            raise ValueError("a saved push estimate of another graph")
+        self.xs[self.slot[rows].astype(np.int64)] = x
+        self.r[: self.n] = r
+        self.mass = float(counters["mass"])
+        self.pushes, self.push_edges, self.anchors = (int(counters[k]) for k in ("pushes", "push_edges", "anchors"))
+        self._pending = rows[r[rows] > self.threshold]  # push() goes on from where it stood
+
     # -- reading ---------------------------------------------------------------------------
     def x(self, idx: np.ndarray | None = None) -> np.ndarray:
         """``x`` of pages ``idx`` (default: all known): what they have pushed on."""

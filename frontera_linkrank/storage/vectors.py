@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 
 SCORE_CHUNK = 1 << 20  # values per LMDB value (8 MiB)
+STATE_PREFIX = "~"
+"""Vectors named with it are a component's saved state, not rankings: :func:`names` leaves them out."""
 _INFO = b":info"
 _TOP = b":top"
 
@@ -95,9 +97,10 @@ def read_top(txn: Any, db: Any, name: str) -> list[Any] | None:
 
 
 def names(txn: Any, db: Any) -> list[str]:
-    """Names of the stored vectors, sorted."""
+    """Names of the stored rankings, sorted (saved state left out: :data:`STATE_PREFIX`)."""
     keys = txn.cursor(db).iternext(keys=True, values=False)  # the chunks' 8 MiB values are not read
-    return sorted(bytes(k)[: -len(_INFO)].decode() for k in keys if bytes(k).endswith(_INFO))
+    found = (bytes(k)[: -len(_INFO)].decode() for k in keys if bytes(k).endswith(_INFO))
+    return sorted(name for name in found if not name.startswith(STATE_PREFIX))
 
 
-__all__ = ["SCORE_CHUNK", "names", "read_info", "read_scores", "read_top", "top_rows", "write_scores"]
+__all__ = ["SCORE_CHUNK", "STATE_PREFIX", "names", "read_info", "read_scores", "read_top", "top_rows", "write_scores"]

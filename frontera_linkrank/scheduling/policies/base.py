@@ -19,6 +19,7 @@ call                     when, and what the policy does
                          changed in a way that may lower them (the queue is rebuilt)
 :meth:`~Policy.estimate` the policy's importance estimate (the simulator reports it)
 :meth:`~Policy.stats`    figures for the crawl's stats
+:meth:`~Policy.save`     the crawl closes: store what reopening needs (its commit follows)
 =======================  ==========================================================
 
 The queue is lazy: between two rebuilds the key of a waiting page may only
@@ -160,6 +161,10 @@ class Policy:
     def stats(self) -> dict[str, float]:
         """Figures for the crawl's stats (none by default)."""
         return {}
+
+    def save(self) -> None:
+        """The crawl closes: store what the next open needs to start where
+        this one ends (nothing by default: the state is rebuilt)."""
 
 
 def host_class(policy: type[Policy] | Policy, aopic: Aopic) -> Callable[[int], int]:

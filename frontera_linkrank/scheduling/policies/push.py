@@ -3,9 +3,11 @@
 Keys are the push estimate ``x + r`` of
 :class:`~frontera_linkrank.scoring.push.PushRank`: all the PageRank mass
 that has reached a frontier page through the crawled pages' links, plus
-its own teleport share. The policy owns the estimate: it is rebuilt from
-the stored links when the database opens, updated with the links of each
-batch (:meth:`PushPolicy.on_batch`), and re-anchored on every periodic
+its own teleport share. The policy owns the estimate: stored when the
+crawl closes (:meth:`PushPolicy.save`) and taken back at the next open
+(rebuilt from the stored links and PageRank when the crawl ended
+otherwise), updated with the links of each batch
+(:meth:`PushPolicy.on_batch`), and re-anchored on every periodic
 PageRank (:meth:`PushPolicy.on_ranking`), which removes the error the
 threshold leaves. Mass only arrives at a page that waits, so keys only
 grow between rankings, as the lazy queue needs; the queue is rebuilt when
@@ -24,17 +26,24 @@ Examples
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import secrets
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...scoring.links import database_rows
 from ...scoring.push import PushRank
+from ...storage.vectors import STATE_PREFIX
 from ...storage.vertices import F_CRAWLED
 from .base import Batch, Policy, PolicyContext
 
 if TYPE_CHECKING:
     from ...scoring.ranker import Ranking
+    from ...storage.pagedb import PageDB
+
+SECTION = "push_saved"
+"""Metadata section: the token of the estimate saved at the last close."""
+SAVED_X, SAVED_R = STATE_PREFIX + "push.x", STATE_PREFIX + "push.r"
 
 
 class PushPolicy(Policy):
@@ -48,26 +57,60 @@ class PushPolicy(Policy):
         super().__init__(ctx)
         s = ctx.settings
         self.push = push = PushRank(s.DAMPING, s.PUSH_THRESHOLD)
+        self.db = db = ctx.db
+        self._saved: dict[str, Any] | None = None  # the close's saved estimate, for the commit's metadata
         v = ctx.table
         push.grow(v.n)
         crawled = np.flatnonzero(v.flags[: v.n] & F_CRAWLED)
-        if ctx.db is not None and len(crawled):
-            db = ctx.db
-            with db.snapshot() as txn:
-                pages, lens, dst = database_rows(db, txn, v.n)
-            # Every crawled page gets its row, empty if it has no links.
+        if db is not None and len(crawled):
+            with db.snapshot() as txn:  # rows in any order: a page's slot does not change a sum
+                pages, lens, dst = database_rows(db, txn, v.n, ordered=False)
             linked = (v.flags[pages] & F_CRAWLED) != 0
             if not linked.all():
                 dst = dst[np.repeat(linked, lens)]
                 pages, lens = pages[linked], lens[linked]
-            n_out = np.zeros(len(crawled), np.int64)
-            n_out[np.searchsorted(crawled, pages)] = lens
-            del pages, lens
-            push.read_flat(crawled, n_out, dst)
-            stored, _ = db.read_scores("pagerank")
-            if stored is not None:
-                push.anchor(stored)
+            push.read_flat(pages, lens, dst)
+            del pages, lens, dst
+            # Every crawled page gets its row, empty if it has no links.
+            empty = crawled[~push.has_row(crawled)]
+            push.read_flat(empty, np.zeros(len(empty), np.int64), np.zeros(0, np.int64))
+            if not self._restore(db, crawled):
+                stored, _ = db.read_scores("pagerank")
+                if stored is not None:
+                    push.anchor(stored)
             push.push()
+        if db is not None:
+            db.own_meta_section(SECTION, lambda: self._saved)
+
+    def _restore(self, db: PageDB, crawled: np.ndarray) -> bool:
+        """Take the estimate saved at the last close, if the commit that
+        closed the crawl is the last one (its token is in the metadata)."""
+        saved = db.meta_section(SECTION)
+        if not isinstance(saved, dict):
+            return False
+        x, x_info = db.read_scores(SAVED_X)
+        r, r_info = db.read_scores(SAVED_R)
+        if x is None or r is None or not saved.get("token") == x_info.get("token") == r_info.get("token"):
+            return False
+        try:
+            self.push.restore(crawled, x, r, x_info)
+        except (ValueError, KeyError, TypeError):
+            return False
+        return True
+
+    def save(self) -> None:
+        """Store the estimate (``x`` of the crawled pages, ``r`` of every
+        page) under a token the close's commit puts in the metadata; any
+        later commit clears it there."""
+        if self.db is None:
+            return
+        v = self.table
+        self.push.grow(v.n)
+        crawled = np.flatnonzero(v.flags[: v.n] & F_CRAWLED)
+        x, r, counters = self.push.state(crawled)
+        token = secrets.token_hex(8)
+        self.db.write_scores({SAVED_X: x, SAVED_R: r}, {**counters, "token": token})
+        self._saved = {"token": token}
 
     def keys(self, idx: np.ndarray) -> np.ndarray:
         return self.push.values(idx)
