@@ -107,16 +107,27 @@ SCRATCH = 1 << 16
 """Length of the rankers' scratch for :func:`l1_change` (512 KiB)."""
 
 
-def top_k(x: np.ndarray, k: int) -> np.ndarray:
+TOP_SLICE = 1 << 20
+"""Values :func:`top_k` partitions at a time."""
+
+
+def top_k(x: np.ndarray, k: int, chunk: int = TOP_SLICE) -> np.ndarray:
     """Indices of the ``k`` largest values of ``x``, largest first, ties by
     lower index: ``np.argsort(-x, kind="stable")[:k]`` without sorting all
     of ``x`` (a partition, then a sort of ``k``: the tools' top lists of a
-    large crawl). NaN ranks as ``-inf`` (a page without a score).
+    large crawl). NaN ranks as ``-inf`` (a page without a score). Slices
+    of ``chunk`` values are partitioned one at a time: the temporaries are
+    those of a slice, not copies of ``x``.
 
     >>> top_k(np.array([1.0, 3.0, np.nan, 3.0, 0.0]), 3).tolist()
     [1, 3, 0]
     """
     x = np.asarray(x)
+    if 0 < k < chunk < len(x):
+        # A slice's k best (ties by lower index) hold every one of its
+        # values among the k best of all; equal values stay in index order.
+        found = np.concatenate([lo + top_k(x[lo : lo + chunk], k, chunk) for lo in range(0, len(x), chunk)])
+        return found[top_k(x[found], k, len(found))]
     if x.dtype.kind == "f":
         nan = np.isnan(x)
         if nan.any():

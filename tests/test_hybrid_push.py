@@ -15,6 +15,8 @@ crawls with them.)
 import math
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
 from frontera_linkrank.core.frontier_core import FrontierCore
 from frontera_linkrank.scheduling.policies.opic import cash_keys
@@ -123,3 +125,13 @@ def test_a_closed_crawl_reopens_with_the_estimate_it_closed_with(tmp_path, monke
         assert core.policy.push.anchors == 1  # rebuilt from the stored links and PageRank
     finally:
         core.close()
+
+
+@given(st.lists(st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0, np.nan, np.inf]) | st.floats(-5, 5), max_size=40))
+def test_the_anchors_median_in_place_is_numpys_median_of_the_positive_values(xs):
+    from frontera_linkrank.scoring.push import _positive_median
+
+    a = np.array(xs, dtype=float)
+    positive = a[a > 0]
+    got = _positive_median(a.copy())
+    assert got == (float(np.median(positive)) if len(positive) else None)

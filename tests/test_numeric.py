@@ -9,18 +9,18 @@ from frontera_linkrank.numeric import best_first, top_k, unique
 values = st.lists(st.sampled_from([-np.inf, -1.0, 0.0, 0.5, 1.0, 2.0, np.inf]) | st.floats(-10, 10), max_size=60)
 
 
-@given(values, st.integers(-2, 70))
-def test_top_k_is_the_head_of_a_stable_descending_argsort(xs, k):
+@given(values, st.integers(-2, 70), st.integers(1, 70))
+def test_top_k_is_the_head_of_a_stable_descending_argsort(xs, k, chunk):
     x = np.array(xs, dtype=float)
-    assert top_k(x, k).tolist() == np.argsort(-x, kind="stable")[: max(k, 0)].tolist()
+    assert top_k(x, k, chunk).tolist() == np.argsort(-x, kind="stable")[: max(k, 0)].tolist()
 
 
-@given(values, st.integers(-2, 70), st.lists(st.integers(0, 59), max_size=20))
-def test_top_k_ranks_nan_as_minus_infinity(xs, k, holes):
+@given(values, st.integers(-2, 70), st.lists(st.integers(0, 59), max_size=20), st.integers(1, 70))
+def test_top_k_ranks_nan_as_minus_infinity(xs, k, holes, chunk):
     x = np.array(xs, dtype=float)
     x[[h for h in holes if h < len(x)]] = np.nan
     filled = np.where(np.isnan(x), -np.inf, x)
-    assert top_k(x, k).tolist() == np.argsort(-filled, kind="stable")[: max(k, 0)].tolist()
+    assert top_k(x, k, chunk).tolist() == np.argsort(-filled, kind="stable")[: max(k, 0)].tolist()
 
 
 @given(st.lists(st.integers(-5, 5), max_size=50))

@@ -383,7 +383,9 @@ class FrontierCore:
         return (self.aopic.A, 0.0)
 
     def _ranking_installed(self, ranking: Ranking) -> None:
-        if self.policy.on_ranking(ranking):
+        rebuild = self.policy.on_ranking(ranking)
+        ranking.vectors.clear()  # read (what is held is in the ranks): gone before the rebuild's temporaries
+        if rebuild:
             self.frontier.rebuild()
         release_free_memory()  # the ranking's and the rebuild's arrays are gone
 
@@ -494,6 +496,5 @@ class FrontierCore:
         return self.aopic.importance(idx)
 
     def estimate(self) -> tuple[str, np.ndarray]:
-        """``(name, values)``: the policy's own importance estimate of every
-        known page (AOPIC importance, a ranking's vector, the policy's own)."""
+        """``(name, values)``: the policy's importance estimate of every known page (AOPIC's, a ranking's, its own)."""
         return self.policy.estimate_name, self.policy.estimate(np.arange(self.db.n_pages))

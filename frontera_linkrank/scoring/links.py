@@ -40,7 +40,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-from .pattern import Pattern, add_transposed_product, transpose_indices
+from ..numeric import row_slices
+from .pattern import SLICE_LINKS, Pattern, add_transposed_product, transpose_indices
 
 if TYPE_CHECKING:
     import lmdb
@@ -217,13 +218,18 @@ class MatrixLinks:
         return self._bt.nbytes + self.rows.nbytes + self._degree.nbytes
 
 
-class StreamedLinks(EverySource):
+class StreamedLinks:
     """The current links of a page database snapshot, read block by block
     from LMDB on every product.
 
-    Superseded rows (a page recrawled later has a newer row) stay in the
-    blocks; a per-row mask computed once here gives them weight 0. The
-    transaction ``txn`` must stay open (the arrays are views on the map).
+    Each block is multiplied a slice of rows at a time, a CSR view over
+    the map whose weights are a view of one array of ones: nothing per
+    link is held. Superseded rows (a page recrawled later has a newer
+    row) stay in the blocks and are left out of the products: each slice
+    keeps which of its rows are current rows of a *source* (a page with
+    out-links) and where that source is among :attr:`sources`, over which
+    the vectors that are zero elsewhere are held. The transaction ``txn``
+    must stay open (the arrays are views on the map).
 
     Parameters
     ----------
@@ -253,67 +259,107 @@ class StreamedLinks(EverySource):
         if inter_host and hosts is None:
             raise ValueError("inter_host needs the host of every page")
         self.hosts = None if hosts is None else np.asarray(hosts)[: self.n]
-        # (src int64, live float64 or None, csr matrix rows x n) per block
-        self._blocks: list[tuple[np.ndarray, np.ndarray | None, sp.csr_matrix]] = []
+        found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # (src, current, ptr, dst) per block
         seen = np.zeros(self.n, bool)
         deg = np.zeros(self.n, np.int32)  # a page has far fewer than 2**31 links
         self.n_links = 0
-        ones = np.ones(max((b.n_edges for b in edges.iter_blocks(txn)), default=0))
         for blk in edges.iter_blocks(txn, newest_first=True):
             src = blk.src.astype(np.int64)
             fresh = ~seen[src]
             seen[src] = True
             if not fresh.any():
                 continue
-            m = sp.csr_matrix(
-                (ones[: blk.n_edges], blk.dst.view(np.int32), blk.ptr.view(np.int32)),
-                shape=(len(src), self.n),
-                copy=False,
-            )
-            live = None if fresh.all() else fresh.astype(np.float64)
+            ptr, dst = blk.ptr.view(np.int32), blk.dst.view(np.int32)
             if inter_host:
-                counts = self._row_counts(src, m)
+                counts = self._row_counts(src, ptr, dst)
             else:
-                counts = np.diff(blk.ptr.astype(np.int64))
+                counts = np.diff(ptr.astype(np.int64))
             counts = counts * fresh
             deg[src] += counts
             self.n_links += int(counts.sum())
-            self._blocks.append((src, live, m))
-        self.out_degree = deg
-        self.nbytes = (
-            deg.nbytes + seen.nbytes + sum(s.nbytes + (0 if l is None else l.nbytes) for s, l, _ in self._blocks)
+            found.append((src, fresh, ptr, dst))
+        del seen
+        self.sources = np.flatnonzero(deg)
+        self._degree = deg[self.sources]
+        # Each block cut into slices of rows of at most SLICE_LINKS links, a
+        # CSR view over the map whose weights are a view of one array of
+        # ones: (the slice's rows that are current rows of a source, or
+        # None: all are; their places among the sources; src with
+        # inter_host; the view).
+        cuts = [(b, r0, r1) for b, (_, _, ptr, _) in enumerate(found) for r0, r1 in row_slices(ptr, SLICE_LINKS)]
+        ones = np.ones(max((int(found[b][2][r1] - found[b][2][r0]) for b, r0, r1 in cuts), default=0))
+        self._slices: list[tuple[np.ndarray | None, np.ndarray, np.ndarray | None, sp.csr_matrix]] = []
+        for b, r0, r1 in cuts:
+            src, fresh, ptr, dst = found[b]
+            rows = np.flatnonzero(fresh[r0:r1] & (deg[src[r0:r1]] > 0))
+            if not len(rows):
+                continue
+            s0, s1 = int(ptr[r0]), int(ptr[r1])
+            part = (dst[s0:s1], ptr[r0 : r1 + 1] - ptr[r0])
+            m = sp.csr_matrix((ones[: s1 - s0], *part), shape=(r1 - r0, self.n), copy=False)
+            # scipy's constructor copies a view much shorter than its base
+            # array (a weight per link): share the views instead.
+            m.indices, m.data = part[0], ones[: s1 - s0]
+            pos = np.searchsorted(self.sources, src[r0:r1][rows])
+            self._slices.append((None if len(rows) == r1 - r0 else rows, pos, src[r0:r1] if inter_host else None, m))
+        self._ones = ones
+        self.nbytes = ones.nbytes + self.sources.nbytes + self._degree.nbytes + sum(
+            p.nbytes + m.indptr.nbytes + (0 if r is None else r.nbytes) for r, p, _, m in self._slices
         )
 
-    def _mask(self, src: np.ndarray, m: sp.csr_matrix) -> np.ndarray:
-        """Per-link weights: 1 for links between different hosts."""
+    @property
+    def out_degree(self) -> np.ndarray:
+        """Out-degree of every page (a new array)."""
+        out = np.zeros(self.n, self._degree.dtype)
+        out[self.sources] = self._degree
+        return out
+
+    @property
+    def source_degree(self) -> np.ndarray:
+        return self._degree
+
+    def _mask(self, src: np.ndarray, ptr: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """Per-link weights of rows ``src``: 1 for links between different hosts."""
         h = self.hosts
         assert h is not None  # only with inter_host, which needs the hosts
-        return (np.repeat(h[src], np.diff(m.indptr)) != h[m.indices]).astype(np.float64)
+        return (np.repeat(h[src], np.diff(ptr)) != h[dst]).astype(np.float64)
 
-    def _row_counts(self, src: np.ndarray, m: sp.csr_matrix) -> np.ndarray:
-        rows = np.repeat(np.arange(len(src)), np.diff(m.indptr))
-        return np.bincount(rows, weights=self._mask(src, m), minlength=len(src)).astype(np.int64)
+    def _row_counts(self, src: np.ndarray, ptr: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        rows = np.repeat(np.arange(len(src)), np.diff(ptr))
+        return np.bincount(rows, weights=self._mask(src, ptr, dst), minlength=len(src)).astype(np.int64)
 
-    def _matrix(self, src: np.ndarray, m: sp.csr_matrix) -> sp.csr_matrix:
-        if not self.inter_host:
+    def _matrix(self, src: np.ndarray | None, m: sp.csr_matrix) -> sp.csr_matrix:
+        if src is None:
             return m
-        return sp.csr_matrix((self._mask(src, m), m.indices, m.indptr), shape=m.shape, copy=False)
+        return sp.csr_matrix((self._mask(src, m.indptr, m.indices), m.indices, m.indptr), shape=m.shape, copy=False)
 
-    def push(self, x: np.ndarray) -> np.ndarray:
-        """``y[j] = sum(x[i] for links i -> j)``."""
+    def push_sources(self, s: np.ndarray) -> np.ndarray:
         y = np.zeros(self.n)
-        for src, live, m in self._blocks:
-            xs = x[src] if live is None else x[src] * live
+        for rows, pos, src, m in self._slices:
+            if rows is None:
+                xs = s[pos]
+            else:
+                xs = np.zeros(m.shape[0])
+                xs[rows] = s[pos]
             add_transposed_product(self._matrix(src, m), xs, y)
         return y
 
+    def pull_sources(self, y: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(self.sources))
+        for rows, pos, src, m in self._slices:
+            got = self._matrix(src, m) @ y
+            out[pos] += got if rows is None else got[rows]
+        return out
+
+    def push(self, x: np.ndarray) -> np.ndarray:
+        """``y[j] = sum(x[i] for links i -> j)``."""
+        return self.push_sources(x[self.sources])
+
     def pull(self, y: np.ndarray) -> np.ndarray:
         """``x[i] = sum(y[j] for links i -> j)``."""
-        x = np.zeros(self.n)
-        for src, live, m in self._blocks:
-            got = self._matrix(src, m) @ y
-            x[src] += got if live is None else got * live
-        return x
+        out = np.zeros(self.n)
+        out[self.sources] = self.pull_sources(y)
+        return out
 
 
 def database_links(

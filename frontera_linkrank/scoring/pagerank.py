@@ -134,6 +134,7 @@ def pagerank(
         if x0.sum() > 0:
             x[: len(x0)] = x0
             x /= x.sum()
+        del x0  # copied: a caller that handed it over lets it go now
     # x / out-degree: sources without out-links keep 0 (they are never written).
     scaled = np.zeros(len(deg))
     scratch = np.empty(min(n, SCRATCH))  # for the change (see numeric.l1_change)

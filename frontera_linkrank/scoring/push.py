@@ -269,12 +269,11 @@ class PushRank:
         crawled = np.flatnonzero(self.slot[:n])
         x = v[crawled]
         owed = np.subtract(v[:k], passed[:k], out=v[:k])  # v is not read again: its memory holds what is owed
-        owed = owed[owed > 0]
-        del v
-        if not len(owed):
+        median = _positive_median(owed)
+        del v, owed
+        if median is None:
             return
-        s = 1.0 / float(np.median(owed, overwrite_input=True))
-        del owed
+        s = 1.0 / median
         x *= s
         self.xs[self.slot[crawled].astype(np.int64)] = x
         np.multiply(passed, s, out=passed)
@@ -343,6 +342,21 @@ def _slices(deg: np.ndarray) -> Iterator[tuple[int, int]]:
     words per link, more than the estimate itself holds; np.add.at adds in
     order, so slices sum exactly as one pass would."""
     return row_slices(np.concatenate(([0], np.cumsum(deg))), SPREAD_LINKS)
+
+
+def _positive_median(a: np.ndarray) -> float | None:
+    """``np.median(a[a > 0])`` (None if no value is positive), found in
+    ``a`` itself, which it reorders: the others are sent below every
+    positive value, so the middle ones of the positive values have known
+    ranks, and a partition in place puts them there."""
+    count = int(np.count_nonzero(a > 0))
+    if not count:
+        return None
+    np.copyto(a, -np.inf, where=~(a > 0))  # NaN too
+    low = len(a) - count + (count - 1) // 2
+    high = len(a) - count + count // 2
+    a.partition([low, high])
+    return float(np.mean(a[[low, high]])) if high != low else float(a[low])
 
 
 def _grown(a: np.ndarray, size: int) -> np.ndarray:

@@ -197,9 +197,10 @@ def _inputs(db: PageDB, config: RankConfig, txn: lmdb.Transaction, version: int 
 
 def _rank(config: RankConfig, inputs: list[Any], callback: Callable[..., Any] | None) -> Ranking:
     """The rankings of ``inputs`` (what :func:`_inputs` read, emptied here
-    so that the previous PageRank is let go once the new one is computed,
-    before HITS makes its vectors)."""
-    started, n, version, scores, links, x0 = inputs
+    so that the previous PageRank, handed over to :func:`pagerank`, is let
+    go once copied into its first vector)."""
+    started, n, version, scores, links = inputs[:5]
+    start_from = inputs[5:]
     inputs.clear()
     common = {
         "version": version,
@@ -218,8 +219,8 @@ def _rank(config: RankConfig, inputs: list[Any], callback: Callable[..., Any] | 
             if not teleport.sum() > 0:
                 logger.warning("personalised PageRank: no page has a positive content score yet; uniform teleport")
                 teleport = None
-        r = pagerank(links, config.damping, teleport, config.tol, config.max_iter, x0=x0, callback=callback)
-        del x0
+        r = pagerank(links, config.damping, teleport, config.tol, config.max_iter, x0=start_from.pop(),
+                     callback=callback)
         vectors["pagerank"] = r.scores
         info["pagerank"] = {
             **common, "damping": config.damping, "iterations": r.iterations, "delta": r.delta,
