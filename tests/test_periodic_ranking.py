@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import threading
+import time
+import weakref
 
 import numpy as np
 import pytest
@@ -74,6 +76,43 @@ def test_a_policy_is_given_the_vectors_it_reads_and_every_vector_is_stored(make_
     for name in ("pagerank", "hub", "authority"):
         values, info = b.db.read_scores(name)
         assert info["version"] == 1 and len(values) == b.db.n_pages
+
+
+def test_a_background_rankings_pagerank_is_stored_and_let_go_before_hits(make_backend, monkeypatch):
+    """HITS does not run with the PageRank just computed in memory beside
+    it: the writer stores it at its next step and the ranking lets it go
+    first; the policy is given it at the install all the same."""
+    pageranks, alive, given = [], [], []
+    real_pagerank, real_hits = ranker_module.pagerank, ranker_module.hits
+
+    def pagerank(*args, **kw):
+        result = real_pagerank(*args, **kw)
+        pageranks.append(weakref.ref(result.scores))
+        return result
+
+    def hits(*args, **kw):
+        alive.append(pageranks[-1]() is not None)
+        return real_hits(*args, **kw)
+
+    monkeypatch.setattr(ranker_module, "pagerank", pagerank)
+    monkeypatch.setattr(ranker_module, "hits", hits)
+    b = make_backend(POLICY="hybrid-push", RANK_EVERY_PAGES=5, RANK_INTERVAL=0)
+    on_ranking = b.core.policy.on_ranking
+    b.core.policy.on_ranking = lambda ranking: given.append(set(ranking.vectors)) or on_ranking(ranking)
+    b.add_seeds([req(u) for u in HUBS])
+    for r in b.get_next_requests(10):
+        crawl(b, r, hub_links(HUBS.index(r.url)))
+    b.get_next_requests(1)  # a ranking is due: it starts in the background
+    ranker = b.core.ranking.ranker
+    while ranker.running:
+        b.get_next_requests(0)  # the writer's steps: one of them stores PageRank
+        time.sleep(0.01)
+    b.get_next_requests(1)  # installs the ranking
+    assert alive == [False]
+    assert given == [{"pagerank"}]
+    for name in ("pagerank", "authority", "hub"):
+        values, info = b.db.read_scores(name)
+        assert info["version"] == 1 and np.isfinite(values).all()
 
 
 def test_pages_added_during_a_background_ranking(make_backend, monkeypatch):

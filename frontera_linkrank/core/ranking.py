@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ..scoring.ranker import (
     BackgroundRanker,
@@ -28,6 +30,7 @@ from ..scoring.ranker import (
     load_stored,
     rank_snapshot,
     store,
+    store_vector,
 )
 from ..storage.pagedb import PageDB
 from .counters import Counters
@@ -91,8 +94,10 @@ class RankingSchedule:
         if self.config is None:
             return
         if self.ranker is not None:
+            self._store_stashed()
             done = self.ranker.poll()
             if done is not None:
+                self._store_stashed()
                 self._install(done, installed)
             if self.ranker.running:
                 return
@@ -109,7 +114,8 @@ class RankingSchedule:
             self.db.reserve()  # commits meanwhile should not need to grow the map
             self.ranker.start(version, self.ranks.ranking, scores)
         else:
-            ranking = rank_snapshot(self.db, self.config, version=version, previous=self.ranks.ranking, scores=scores)
+            ranking = rank_snapshot(self.db, self.config, version=version, previous=self.ranks.ranking, scores=scores,
+                                    stash=self._store)
             self._install(ranking, installed)
 
     def _install(self, ranking: Ranking, installed: Callable[[Ranking], None]) -> None:
@@ -117,6 +123,10 @@ class RankingSchedule:
         queue); the vectors neither held nor in ``told`` are let go first,
         so that the re-keying's temporaries do not come on top of them."""
         store(self.db, ranking)
+        for name in (set(self.ranks.keep) | set(self.told)) & (set(ranking.info) - set(ranking.vectors)):
+            values, info = self.db.read_scores(name)  # stored while the ranking ran
+            if values is not None and info.get("version") == ranking.version:
+                ranking.vectors[name] = values
         self.ranks.install(ranking)
         for name in set(ranking.vectors) - set(self.ranks.keep) - set(self.told):
             del ranking.vectors[name]
@@ -144,9 +154,19 @@ class RankingSchedule:
         commit()
         scores = content_scores(self.db, self.db.n_pages) if self.config.personalized else None
         ranking = rank_snapshot(self.db, self.config, version=self.ranks.version + 1, previous=self.ranks.ranking,
-                                scores=scores)
+                                scores=scores, stash=self._store)
         self.mark = (crawled, self.mark[1])
         self._install(ranking, lambda r: None)
+
+    def _store(self, name: str, values: np.ndarray, info: dict[str, Any]) -> None:
+        """Store a vector a ranking finished before its end (it is let go
+        while the ranking goes on)."""
+        store_vector(self.db, name, values, info)
+
+    def _store_stashed(self) -> None:
+        """Store what the background ranking has finished so far."""
+        assert self.ranker is not None
+        self.ranker.store_stashed(self._store)
 
     def cancel(self) -> None:
         """Stop a background ranking (it holds a snapshot of the database)."""

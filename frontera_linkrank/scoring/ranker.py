@@ -134,10 +134,15 @@ class Cancelled(Exception):
     """A ranking was cancelled (the crawl is stopping)."""
 
 
+Stash = Callable[[str, np.ndarray, dict[str, Any]], None]
+"""``stash(name, values, info)``: takes a finished vector off a ranking still running."""
+
+
 def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None = None, version: int | None = None,
                   previous: Ranking | None = None, scores: np.ndarray | None = None,
                   callback: Callable[[int, float], None] | None = None,
-                  snapshot: Callable[[], AbstractContextManager[Any]] | None = None) -> Ranking:
+                  snapshot: Callable[[], AbstractContextManager[Any]] | None = None,
+                  stash: Stash | None = None) -> Ranking:
     """Compute the rankings of ``config`` on one snapshot of ``db``.
 
     Parameters
@@ -158,6 +163,10 @@ def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None =
     snapshot : callable, optional
         Opens the read transaction when ``txn`` is not given: ``db.snapshot``
         (the default) in the writer's thread, ``db.reader`` in another.
+    stash : callable(name, values, info), optional
+        Given PageRank as soon as it is computed when HITS follows, so that
+        it is stored (and let go) while HITS runs; the result then has its
+        info and not its vector.
 
     Returns
     -------
@@ -167,12 +176,12 @@ def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None =
         with (snapshot or db.snapshot)() as own:
             inputs = _inputs(db, config, own, version, previous, scores)
             if inputs[4].streamed:
-                return _rank(config, inputs, callback)
+                return _rank(config, inputs, callback, stash)
         # The links are loaded: the snapshot ends before the iterations.
         # LMDB cannot reuse a page freed after a reader began while it
         # lasts, so a long one makes the crawl's commits grow the file.
-        return _rank(config, inputs, callback)
-    return _rank(config, _inputs(db, config, txn, version, previous, scores), callback)
+        return _rank(config, inputs, callback, stash)
+    return _rank(config, _inputs(db, config, txn, version, previous, scores), callback, stash)
 
 
 def _inputs(db: PageDB, config: RankConfig, txn: lmdb.Transaction, version: int | None,
@@ -195,7 +204,7 @@ def _inputs(db: PageDB, config: RankConfig, txn: lmdb.Transaction, version: int 
     return [started, n, version, scores, links, x0]
 
 
-def _rank(config: RankConfig, inputs: list[Any], callback: Callable[..., Any] | None) -> Ranking:
+def _rank(config: RankConfig, inputs: list[Any], callback: Callable[..., Any] | None, stash: Stash | None) -> Ranking:
     """The rankings of ``inputs`` (what :func:`_inputs` read, emptied here
     so that the previous PageRank, handed over to :func:`pagerank`, is let
     go once copied into its first vector)."""
@@ -221,12 +230,16 @@ def _rank(config: RankConfig, inputs: list[Any], callback: Callable[..., Any] | 
                 teleport = None
         r = pagerank(links, config.damping, teleport, config.tol, config.max_iter, x0=start_from.pop(),
                      callback=callback)
-        vectors["pagerank"] = r.scores
         info["pagerank"] = {
             **common, "damping": config.damping, "iterations": r.iterations, "delta": r.delta,
             "stopped": r.stopped, "seconds": r.seconds,
             "personalized": config.personalized and teleport is not None,
         }  # fmt: skip
+        if stash is not None and "hits" in config.algorithms:
+            stash("pagerank", r.scores, info["pagerank"])
+        else:
+            vectors["pagerank"] = r.scores
+        del r
     if "hits" in config.algorithms:
         h = hits(links, scores if config.personalized else None, config.tol, config.max_iter, callback)
         vectors["authority"] = h.authorities
@@ -253,12 +266,16 @@ TOP_PAGES = 50
 
 def store(db: PageDB, ranking: Ranking) -> None:
     """Write a ranking's vectors into ``db`` (writer), one transaction
-    each, with the list of its top :data:`TOP_PAGES` pages (a viewer
-    reads it instead of the vector)."""
+    each (:func:`store_vector`)."""
     for name, values in ranking.vectors.items():
-        best = top_k(values, TOP_PAGES)
-        top = top_rows(name, values, best, db.urls(best))
-        db.write_scores({name: values}, ranking.info.get(name, {}), {name: top})
+        store_vector(db, name, values, ranking.info.get(name, {}))
+
+
+def store_vector(db: PageDB, name: str, values: np.ndarray, info: dict[str, Any]) -> None:
+    """Write one vector into ``db`` (writer) with the list of its top
+    :data:`TOP_PAGES` pages (a viewer reads it instead of the vector)."""
+    best = top_k(values, TOP_PAGES)
+    db.write_scores({name: values}, info, {name: top_rows(name, values, best, db.urls(best))})
 
 
 VECTORS = ("pagerank", "authority", "hub")
@@ -287,6 +304,11 @@ def load_stored(db: PageDB, names: Sequence[str] = VECTORS) -> Ranking | None:
     return Ranking(version, when, max(int(m.get("n_pages", 0)) for m in info.values()), vectors, info)
 
 
+STASH_WAIT = 5.0
+"""Seconds a background ranking waits for the writer to store its PageRank
+before it goes on to HITS (holding it meanwhile)."""
+
+
 class BackgroundRanker:
     """One recomputation at a time in a daemon thread, with its own snapshot.
 
@@ -301,6 +323,9 @@ class BackgroundRanker:
         self._thread: threading.Thread | None = None
         self._result: Ranking | None = None
         self._error: Exception | None = None
+        # A vector the thread finished before its end, and its wait for the writer to store it.
+        self._stashed: list[tuple[str, np.ndarray, dict[str, Any]]] = []
+        self._stored = threading.Event()
         self._cancel = threading.Event()
         self.started_at: float | None = None
         # Closing the database stops a running ranking and waits for it to
@@ -315,6 +340,7 @@ class BackgroundRanker:
         if self.running:
             return False
         self._result = self._error = None
+        self._stashed = []
         self._cancel.clear()
         self.started_at = time.time()
 
@@ -322,10 +348,21 @@ class BackgroundRanker:
             if self._cancel.is_set():
                 raise Cancelled()
 
+        def stash(name: str, values: np.ndarray, info: dict[str, Any]) -> None:
+            # The next vectors are made once the writer has stored this one
+            # and let it go (it stores it at its next step), or after
+            # STASH_WAIT if it does not step meanwhile.
+            self._stored.clear()
+            self._stashed.append((name, values, info))
+            del values
+            waited = time.monotonic() + STASH_WAIT
+            while not self._stored.wait(0.1) and time.monotonic() < waited:
+                check(0, 0.0)
+
         def run() -> None:
             try:
                 self._result = rank_snapshot(self.db, self.config, None, version, previous, scores, check,
-                                             snapshot=self.db.reader)
+                                             snapshot=self.db.reader, stash=stash)
             except Cancelled:
                 logger.info("ranking cancelled")
             except Exception as e:  # noqa: BLE001 - reported, the crawl goes on
@@ -335,6 +372,18 @@ class BackgroundRanker:
         thread = self._thread = threading.Thread(target=run, name="linkrank-ranker", daemon=True)
         thread.start()
         return True
+
+    def store_stashed(self, store: Stash) -> None:
+        """``store(name, values, info)`` each vector the running ranking
+        finished before its end and waits on (in the writer's thread);
+        then the ranking goes on without it."""
+        if not self._stashed:
+            return
+        try:
+            while self._stashed:
+                store(*self._stashed.pop(0))
+        finally:
+            self._stored.set()
 
     def poll(self) -> Ranking | None:
         """The finished ranking (once), or None if none is ready."""
