@@ -105,7 +105,7 @@ class LinkOperator(Protocol):
 
 class EverySource:
     """The products over sources of an operator whose sources are all its
-    pages (:class:`StreamedLinks`, :class:`~.seeds.SubgraphLinks`)."""
+    pages (:class:`~.seeds.SubgraphLinks`)."""
 
     sources = None
 
