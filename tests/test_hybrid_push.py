@@ -13,6 +13,7 @@ crawls with them.)
 """
 
 import math
+import shutil
 
 import numpy as np
 from hypothesis import given
@@ -20,10 +21,12 @@ from hypothesis import strategies as st
 
 from frontera_linkrank.core.frontier_core import FrontierCore
 from frontera_linkrank.scheduling.policies.opic import cash_keys
+from frontera_linkrank.scoring.links import database_rows
 from frontera_linkrank.scoring.push import PushRank
 from frontera_linkrank.settings import LinkRankSettings
 from frontera_linkrank.simulation.crawl import LINKRANK, crawl
 from frontera_linkrank.simulation.datasets import load_graph
+from frontera_linkrank.storage.pagedb import PageDB
 from frontera_linkrank.storage.vertices import UNFETCHED
 from test_ordering import known_graph
 
@@ -109,6 +112,8 @@ def test_a_closed_crawl_reopens_with_the_estimate_it_closed_with(tmp_path, monke
     crawl(load_graph("hollins"), LINKRANK, [0, 100, 2000], 600, batch=50, workdir=str(tmp_path),
           settings={"LINKRANK_RANK_EVERY_PAGES": 200, "LINKRANK_RANK_GROWTH": 0})
     assert closed["anchors"] >= 2  # periodic rankings and the close's: more than a rebuilt estimate has
+    changed = str(tmp_path / "changed")
+    shutil.copytree(tmp_path / "db", changed)
     settings = LinkRankSettings({"LINKRANK_PATH": str(tmp_path / "db"), "LINKRANK_SYNC": False})
     core = FrontierCore(settings)
     try:
@@ -123,6 +128,20 @@ def test_a_closed_crawl_reopens_with_the_estimate_it_closed_with(tmp_path, monke
     core = FrontierCore(settings)
     try:
         assert core.policy.push.anchors == 1  # rebuilt from the stored links and PageRank
+    finally:
+        core.close()
+    # Links written by another writer after the close, no page added or crawled: rebuilt too.
+    db = PageDB(changed)
+    with db.snapshot() as txn:
+        pages, lens, dst = database_rows(db, txn)
+    k = int(np.argmax(lens))
+    start = int(lens[:k].sum())
+    db.edges.add(int(pages[k]), dst[start : start + lens[k] - 1].astype(np.int64))  # one link fewer
+    db.commit()
+    db.close()
+    core = FrontierCore(LinkRankSettings({"LINKRANK_PATH": changed, "LINKRANK_SYNC": False}))
+    try:
+        assert core.policy.push.anchors == 1
     finally:
         core.close()
 

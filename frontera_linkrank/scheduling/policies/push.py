@@ -84,13 +84,16 @@ class PushPolicy(Policy):
 
     def _restore(self, db: PageDB, crawled: np.ndarray) -> bool:
         """Take the estimate saved at the last close, if the commit that
-        closed the crawl is the last one (its token is in the metadata)."""
+        closed the crawl is the last one (its token is in the metadata)
+        and no links were written since (by any writer)."""
         saved = db.meta_section(SECTION)
         if not isinstance(saved, dict):
             return False
         x, x_info = db.read_scores(SAVED_X)
         r, r_info = db.read_scores(SAVED_R)
         if x is None or r is None or not saved.get("token") == x_info.get("token") == r_info.get("token"):
+            return False
+        if x_info.get("edge_seq") != db.meta.get("edge_seq", 0):
             return False
         try:
             self.push.restore(crawled, x, r, x_info)
@@ -109,7 +112,8 @@ class PushPolicy(Policy):
         crawled = np.flatnonzero(v.flags[: v.n] & F_CRAWLED)
         x, r, counters = self.push.state(crawled)
         token = secrets.token_hex(8)
-        self.db.write_scores({SAVED_X: x, SAVED_R: r}, {**counters, "token": token})
+        info = {**counters, "token": token, "edge_seq": self.db.edges.next_seq}
+        self.db.write_scores({SAVED_X: x, SAVED_R: r}, info)
         self._saved = {"token": token}
 
     def keys(self, idx: np.ndarray) -> np.ndarray:
