@@ -398,10 +398,12 @@ class BackgroundRanker:
             self._thread.join(timeout)
 
     def cancel(self) -> None:
-        """Stop a running ranking at its next iteration and wait for it."""
+        """Stop a running ranking at its next iteration and wait for it
+        (what it finished and left to store is let go)."""
         self._cancel.set()
         self.join()
         self._thread = None
+        self._stashed = []
 
 
 class RankScores:

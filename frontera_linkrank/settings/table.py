@@ -203,8 +203,9 @@ RANKING = Section("Periodic ranking (PageRank, HITS)", (
     S("LINKRANK_RANK_INTER_HOST", Bool(), False,
       "Rank on links between different hosts only (same-host links are mostly navigation)."),
     A("LINKRANK_RANK_EDGES", Choice(EDGE_MODES), "auto", "How a ranking reads the links.",
-      "`memory`: loaded once per ranking into index arrays (4 bytes per link, 8 with HITS); `stream`: read from the "
-      "LMDB blocks on every iteration (a few bytes per page); `auto`: memory while they fit "
+      "`memory`: loaded once per ranking into index arrays (4 bytes per link and per page); `stream`: read from "
+      "the LMDB blocks on every iteration (about 4 bytes per page with out-links; the ranking then holds its LMDB "
+      "snapshot to the end, so pages the crawl frees meanwhile are not reused); `auto`: memory while they fit "
       "`LINKRANK_RANK_MEMORY_LIMIT`."),
     A("LINKRANK_RANK_MEMORY_LIMIT", Int(lo=0, in_bytes=True), 2 * 1024**3,
       "`LINKRANK_RANK_EDGES = \"auto\"` loads the links when they take at most this many bytes."),
