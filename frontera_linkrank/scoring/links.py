@@ -41,7 +41,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from ..numeric import row_slices
-from .pattern import SLICE_LINKS, Pattern, add_transposed_product, transpose_indices
+from .pattern import SLICE_LINKS, Pattern, add_transposed_product, slice_view, transpose_indices
 
 if TYPE_CHECKING:
     import lmdb
@@ -294,12 +294,7 @@ class StreamedLinks:
             rows = np.flatnonzero(fresh[r0:r1] & (deg[src[r0:r1]] > 0))
             if not len(rows):
                 continue
-            s0, s1 = int(ptr[r0]), int(ptr[r1])
-            part = (dst[s0:s1], ptr[r0 : r1 + 1] - ptr[r0])
-            m = sp.csr_matrix((ones[: s1 - s0], *part), shape=(r1 - r0, self.n), copy=False)
-            # scipy's constructor copies a view much shorter than its base
-            # array (a weight per link): share the views instead.
-            m.indices, m.data = part[0], ones[: s1 - s0]
+            m = slice_view(ptr, dst, r0, r1, self.n, ones)
             pos = np.searchsorted(self.sources, src[r0:r1][rows])
             self._slices.append((None if len(rows) == r1 - r0 else rows, pos, src[r0:r1] if inter_host else None, m))
         self._ones = ones

@@ -42,18 +42,7 @@ class Pattern:
         self.shape = (len(indptr) - 1, int(n_cols))
         cuts = list(row_slices(indptr, SLICE_LINKS))
         self._ones = np.ones(max((int(indptr[r1] - indptr[r0]) for r0, r1 in cuts), default=0))
-        self._slices = []
-        for r0, r1 in cuts:
-            s0, s1 = int(indptr[r0]), int(indptr[r1])
-            m = sp.csr_matrix(
-                (self._ones[: s1 - s0], indices[s0:s1], indptr[r0 : r1 + 1] - indptr[r0]),
-                shape=(r1 - r0, self.shape[1]),
-                copy=False,
-            )
-            # scipy's constructor copies a view much shorter than its base
-            # array: share the views instead.
-            m.indices, m.data = indices[s0:s1], self._ones[: s1 - s0]
-            self._slices.append((r0, r1, m))
+        self._slices = [(r0, r1, slice_view(indptr, indices, r0, r1, n_cols, self._ones)) for r0, r1 in cuts]
 
     @property
     def nbytes(self) -> int:
@@ -79,6 +68,21 @@ class Pattern:
         return out
 
 
+def slice_view(indptr: np.ndarray, indices: np.ndarray, r0: int, r1: int, n_cols: int,
+               ones: np.ndarray) -> sp.csr_matrix:
+    """Rows ``r0 .. r1-1`` of the 0/1 matrix with row pointers ``indptr``
+    and column ``indices``: a scipy CSR matrix over a view of the indices,
+    its own row pointers and a view of ``ones`` as weights (at least as
+    long as the slice's links)."""
+    s0, s1 = int(indptr[r0]), int(indptr[r1])
+    m = sp.csr_matrix((ones[: s1 - s0], indices[s0:s1], indptr[r0 : r1 + 1] - indptr[r0]),
+                      shape=(r1 - r0, int(n_cols)), copy=False)
+    # scipy's constructor copies a view much shorter than its base array
+    # (a weight per link): share the views instead.
+    m.indices, m.data = indices[s0:s1], ones[: s1 - s0]
+    return m
+
+
 def add_transposed_product(m: sp.csr_matrix, y: np.ndarray, out: np.ndarray) -> None:
     """``out += m.T @ y`` in place, each entry's terms added one by one in
     row order (no temporary as long as ``out``)."""
@@ -97,4 +101,4 @@ def transpose_indices(indptr: np.ndarray, indices: np.ndarray, shape: tuple[int,
     return t.indptr, t.indices
 
 
-__all__ = ["SLICE_LINKS", "Pattern", "add_transposed_product", "transpose_indices"]
+__all__ = ["SLICE_LINKS", "Pattern", "add_transposed_product", "slice_view", "transpose_indices"]
