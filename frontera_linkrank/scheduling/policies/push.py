@@ -89,11 +89,13 @@ class PushPolicy(Policy):
         saved = db.meta_section(SECTION)
         if not isinstance(saved, dict):
             return False
-        x, x_info = db.read_scores(SAVED_X)
-        r, r_info = db.read_scores(SAVED_R)
-        if x is None or r is None or not saved.get("token") == x_info.get("token") == r_info.get("token"):
+        x_info, r_info = db.score_info(SAVED_X), db.score_info(SAVED_R)  # checked before the vectors are read
+        if x_info is None or r_info is None or not saved.get("token") == x_info.get("token") == r_info.get("token"):
             return False
         if x_info.get("edge_seq") != db.meta.get("edge_seq", 0):
+            return False
+        (x, _), (r, _) = db.read_scores(SAVED_X), db.read_scores(SAVED_R)
+        if x is None or r is None:
             return False
         try:
             self.push.restore(crawled, x, r, x_info)
