@@ -260,15 +260,10 @@ class StreamedLinks:
             raise ValueError("inter_host needs the host of every page")
         self.hosts = None if hosts is None else np.asarray(hosts)[: self.n]
         found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # (src, current, ptr, dst) per block
-        seen = np.zeros(self.n, bool)
         deg = np.zeros(self.n, np.int32)  # a page has far fewer than 2**31 links
         self.n_links = 0
-        for blk in edges.iter_blocks(txn, newest_first=True):
+        for blk, fresh in edges.iter_fresh(txn, self.n):
             src = blk.src.astype(np.int64)
-            fresh = ~seen[src]
-            seen[src] = True
-            if not fresh.any():
-                continue
             ptr, dst = blk.ptr.view(np.int32), blk.dst.view(np.int32)
             if inter_host:
                 counts = self._row_counts(src, ptr, dst)
@@ -278,7 +273,6 @@ class StreamedLinks:
             deg[src] += counts
             self.n_links += int(counts.sum())
             found.append((src, fresh, ptr, dst))
-        del seen
         self.sources = np.flatnonzero(deg)
         self._degree = deg[self.sources]
         # Each block cut into slices of rows of at most SLICE_LINKS links, a

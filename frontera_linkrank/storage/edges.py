@@ -271,18 +271,25 @@ class EdgeStore:
             for key, buf in cur.iternext():
                 yield Block.parse(bytes(key), buf)
 
+    def iter_fresh(self, txn: Any, n_pages: int) -> Iterator[tuple[Block, np.ndarray]]:
+        """Yield ``(block, fresh)``, newest first: ``fresh`` marks the
+        block's rows that are current (each page's newest row); blocks
+        without one are skipped."""
+        seen = np.zeros(n_pages, bool)
+        for blk in self.iter_blocks(txn, newest_first=True):
+            fresh = ~seen[blk.src]
+            seen[blk.src] = True
+            if fresh.any():
+                yield blk, fresh
+
     def iter_current(self, txn: Any, n_pages: int) -> Iterator[Rows]:
         """Yield ``(src, ptr, dst)`` row sets holding exactly the current
         out-links (each page's newest row), block by block, newest first."""
-        seen = np.zeros(n_pages, bool)
-        for blk in self.iter_blocks(txn, newest_first=True):
-            src = blk.src
-            fresh = ~seen[src]
-            seen[src] = True
+        for blk, fresh in self.iter_fresh(txn, n_pages):
             if fresh.all():
-                yield src, blk.ptr, blk.dst
-            elif fresh.any():
-                yield _select_rows(src, blk.ptr, blk.dst, np.flatnonzero(fresh))
+                yield blk.src, blk.ptr, blk.dst
+            else:
+                yield _select_rows(blk.src, blk.ptr, blk.dst, np.flatnonzero(fresh))
 
     def current_edges(self, txn: Any, n_pages: int) -> tuple[np.ndarray, np.ndarray]:
         """All current edges as two arrays ``(src, dst)`` (uint32)."""
