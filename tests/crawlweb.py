@@ -122,6 +122,18 @@ class TestWebServer:
         """Fetches per URL, robots.txt excluded."""
         return collections.Counter(u for _, _, u, _ in self.requests() if not u.endswith("/robots.txt"))
 
+    def settled_fetches(self, quiet=1.0, limit=30.0):
+        """:meth:`page_fetches` once no request has been logged for
+        ``quiet`` seconds (at most ``limit``): requests a killed crawler
+        sent just before it died reach the log after the kill."""
+        seen, since, start = len(self.requests()), time.monotonic(), time.monotonic()
+        while time.monotonic() - since < quiet and time.monotonic() - start < limit:
+            time.sleep(0.05)
+            now = len(self.requests())
+            if now != seen:
+                seen, since = now, time.monotonic()
+        return self.page_fetches()
+
 
 def crawl_command(db, seeds, spider="example", settings=None, log_file=None, extra_args=()):
     cmd = [os.path.join(BIN, "scrapy"), "crawl", spider, *extra_args, "-s", f"LINKRANK_PATH={db}",

@@ -129,7 +129,7 @@ def test_kill9_and_resume(tmp_path):
             assert time.monotonic() < deadline
             time.sleep(0.02)
         kill9(proc)
-        first = pages_fetched(srv.page_fetches())
+        first = pages_fetched(srv.settled_fetches())
         # Requests in flight at the kill: leased in the last commit.
         db = PageDB(db_path, readonly=True)
         try:
