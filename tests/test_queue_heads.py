@@ -52,10 +52,12 @@ def reference_take(keys, queued, hosts, n, skip, cap):
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("head", [(1, 2), (2, 3), (4, 256)])
+@pytest.mark.parametrize("head", [(1, 2, 64, 2), (2, 3, 64, 3), (1, 2, 2, 6), (4, 256, 64, 1 << 14)])
 def test_bounded_heads_take_what_a_plain_best_first_order_takes(monkeypatch, seed, head):
     monkeypatch.setattr(queue_module, "HEAD_MIN", head[0])
     monkeypatch.setattr(queue_module, "HEAD_MAX", head[1])
+    monkeypatch.setattr(queue_module, "READ_BACK", head[2])  # (1, 2, 2, 6): heads of half the waiting pages
+    monkeypatch.setattr(queue_module, "HEAD_CAP", head[3])
     monkeypatch.setattr(frontier_module, "KEYS_AT_ONCE", 7)  # a rebuild computes its keys in slices
     rng = np.random.default_rng(seed)
     table = VertexTable()
@@ -103,7 +105,7 @@ def test_bounded_heads_take_what_a_plain_best_first_order_takes(monkeypatch, see
         heads = {}
         for p in front.queue.live:
             heads[int(table.host[p])] = heads.get(int(table.host[p]), 0) + 1
-        assert max(heads.values(), default=0) <= 2 * head[1]
+        assert max(heads.values(), default=0) <= 2 * max(head[1], head[3])
     assert front.queue.refills > 0
 
 
@@ -127,3 +129,32 @@ def test_a_host_with_many_waiting_pages_holds_a_small_head_and_compacts_its_list
     assert len(front.queue.live) <= 2 * queue_module.HEAD_MAX
     assert lists.replaced >= 1 and len(lists.lists[0]) < n  # crawled pages left the list
     assert (table.state[lists.pages_of(0)] == UNFETCHED).all() or front.n_queued + len(taken) == n
+
+
+def test_a_large_hosts_refills_read_back_a_bounded_number_of_pages_per_page_handed_out(monkeypatch):
+    monkeypatch.setattr(queue_module, "HEAD_MAX", 8)
+    monkeypatch.setattr(queue_module, "READ_BACK", 8)  # hosts past 64 waiting pages are "large"
+    table = VertexTable()
+    n = 20_000
+    table.append(n)
+    table.host[:n] = 0
+    keys = np.random.default_rng(2).random(n)
+    lists = Lists()
+    for p in range(n):
+        lists.add(0, p)
+    read = []
+    pages_of = lists.pages_of
+    lists.pages_of = lambda host: read.append(len(pages_of(host))) or pages_of(host)
+    front = Frontier(table, lambda idx: keys[idx], lists=lists)
+    front.rebuild(eager=False)
+    taken = []
+    while len(taken) < n // 2:
+        got = front.take(100)
+        taken += got
+        table.state[np.asarray(got)] = CRAWLED
+    assert taken == np.argsort(-keys, kind="stable")[: len(taken)].tolist()
+    # One in READ_BACK of the waiting pages joins the head at each refill:
+    # about READ_BACK pages read per page handed out (the square root, 141,
+    # capped at HEAD_MAX, would read a thousand times more).
+    assert sum(read) <= 2 * 8 * len(taken)
+    assert len(front.queue.live) <= 2 * n // 8

@@ -1,8 +1,9 @@
 """Best-first frontier queue, grouped by host, with a bounded head per host.
 
 Each host keeps in memory only its *head*: a heap of ``(-key, page)``
-entries for its best waiting pages, at most a few dozen (about the square
-root of its waiting pages, between :data:`HEAD_MIN` and :data:`HEAD_MAX`).
+entries for its best waiting pages, a few dozen for most hosts (about the
+square root of its waiting pages, between :data:`HEAD_MIN` and
+:data:`HEAD_MAX`; see :func:`head_size`).
 Its other waiting pages stay where they are, listed under the host in the
 page database (:class:`~frontera_linkrank.storage.hostpages.HostPages`),
 and the host remembers one entry for them, its *floor*: the best of
@@ -10,6 +11,9 @@ them as the heap orders entries (``(-key, page)``: higher key first,
 then the page found first), which none of them beats. A page whose key rises above its host's floor
 joins the head; when the head runs out, the host's list is read back, the
 keys computed afresh, and the best become the new head (a *refill*).
+A refill reads at most :data:`READ_BACK` pages for each page it puts in
+the head (up to :data:`HEAD_CAP` entries), so that a host with a million
+waiting pages is not read back whole for every thousand it hands out.
 Memory is then bounded per host, not per page.
 
 A heap of hosts (one per class, see below) holds each host's best key:
@@ -46,7 +50,30 @@ from ..numeric import best_first, spans
 HEAD_MIN = 4
 """Entries a refill puts in a host's head, at least."""
 HEAD_MAX = 256
-"""... and at most (the head may grow to twice this before it is trimmed)."""
+"""... and at most, by the square root rule (a head may grow to twice its
+size before it is trimmed)."""
+READ_BACK = 64
+"""A refill puts in the head at least one in this many of the host's waiting pages."""
+HEAD_CAP = 1 << 14
+"""Entries a refill puts in any host's head, at most."""
+
+
+def head_size(waiting: np.ndarray | int) -> np.ndarray | int:
+    """Entries a refill puts in the head of a host with ``waiting`` pages
+    outside it: about their square root (between :data:`HEAD_MIN` and
+    :data:`HEAD_MAX`), or ``waiting / READ_BACK`` (up to :data:`HEAD_CAP`)
+    when that is more; never more than ``waiting``. A refill then reads at
+    most :data:`READ_BACK` pages per page it brings into the head for any
+    host of up to ``READ_BACK * HEAD_CAP`` waiting pages, and the heads of
+    large hosts hold one entry in ``READ_BACK`` of their waiting pages.
+
+    >>> head_size(np.array([0, 3, 100, 10_000, 100_000, 10**9])).tolist()
+    [0, 3, 10, 156, 1562, 16384]
+    """
+    w = np.asarray(waiting, np.int64)
+    k = np.maximum(np.clip(np.sqrt(w).astype(np.int64), HEAD_MIN, HEAD_MAX), np.minimum(w // READ_BACK, HEAD_CAP))
+    k = np.minimum(k, w)
+    return k if k.ndim else int(k)
 
 
 Refill = Callable[[int], tuple[np.ndarray, np.ndarray]]
@@ -83,6 +110,7 @@ class BestFirstQueue:
         self._heaps: dict[int, list[tuple[float, int]]] = {}  # host -> head [(-key, page)]
         self.live: dict[int, float] = {}  # page in a head -> its live key
         self._head_n: dict[int, int] = {}  # host -> pages in its head (live entries)
+        self._size: dict[int, int] = {}  # host -> its head's size when above HEAD_MAX (a large host's)
         self.floor = np.full(16, -math.inf)  # host -> key of the best waiting page outside its head
         self.floor_page = np.zeros(16, np.int64)  # ... and that page (ties: the lowest index)
         self._tops: tuple[list[tuple[float, int, int]], ...] = ([], [])  # per class: [(-best key, page, host)]
@@ -151,7 +179,7 @@ class BestFirstQueue:
         best = self._registered.get(host)
         if best is None or entry < best:
             self._register(host, entry)
-        if self._head_n[host] > 2 * HEAD_MAX:
+        if self._head_n[host] > 2 * self._size.get(host, HEAD_MAX):
             self._trim(host)
 
     def _register(self, host: int, entry: tuple[float, int]) -> None:
@@ -173,12 +201,14 @@ class BestFirstQueue:
                     push(page, host, key)
 
     def _trim(self, host: int) -> None:
-        """A head grown past twice :data:`HEAD_MAX`: keep its best
-        :data:`HEAD_MAX`, leave the rest to the host's list (floor raised)."""
+        """A head grown past twice its size (:data:`HEAD_MAX`, or a large
+        host's :func:`head_size`): keep its best that many, leave the rest
+        to the host's list (floor raised)."""
         live = self.live
         heap = self._heaps[host]
         entries = sorted({(-live[p], p) for _, p in heap if p in live})
-        keep, drop = entries[:HEAD_MAX], entries[HEAD_MAX:]
+        size = self._size.get(host, HEAD_MAX)
+        keep, drop = entries[:size], entries[size:]
         for _, p in drop:
             del live[p]
         self.entries += len(keep) - len(heap)
@@ -205,6 +235,7 @@ class BestFirstQueue:
         self._heaps = {}
         self.live = {}
         self._head_n = {}
+        self._size = {}
         self._tops = ([], [])
         self._registered = {}
         self.entries = 0
@@ -246,7 +277,9 @@ class BestFirstQueue:
         group_hosts = h[starts].astype(np.int64)
         del h
         counts = np.diff(np.r_[starts, len(order)])
-        take = np.minimum(counts, np.clip(np.floor(np.sqrt(counts)).astype(np.int64), HEAD_MIN, HEAD_MAX))
+        take = head_size(counts)
+        large = take > HEAD_MAX
+        self._size.update(zip(group_hosts[large].tolist(), take[large].tolist()))
         cut = take < counts
         out = order[starts[cut] + take[cut]]  # each host's best left outside: its floor
         self.floor[group_hosts[cut]] = keys[out]
@@ -270,14 +303,18 @@ class BestFirstQueue:
     # -- leaving ------------------------------------------------------------------
     def _fill(self, host: int) -> None:
         """Refill ``host``'s (empty) head from its list: the best
-        ``sqrt(waiting)`` (within :data:`HEAD_MIN`, :data:`HEAD_MAX`) join
-        it; the floor becomes the best left outside."""
+        :func:`head_size` of its waiting pages join it; the floor becomes
+        the best left outside."""
         pages, keys = self._refill(host)
         self.refills += 1
         self._set_floor(host, None)
+        k = head_size(len(pages))
+        if k > HEAD_MAX:
+            self._size[host] = k
+        else:
+            self._size.pop(host, None)
         if not len(pages):
             return
-        k = min(len(pages), max(HEAD_MIN, min(HEAD_MAX, math.isqrt(len(pages)))))
         if k < len(pages):
             order = best_first(keys, pages, k + 1)  # the heap's order: key, then page
             rest = order[k]
