@@ -123,7 +123,8 @@ def test_key_ranges_are_the_top_bits():
 
 def test_page_db_check_finds_a_page_the_table_lost_and_repair_writes_it(tmp_path, capsys):
     from frontera_linkrank.cli.check import main as page_db_check
-    from frontera_linkrank.storage.fpindex import marked_written, read_marks
+    from frontera_linkrank.storage.fpindex import marked_written
+    from frontera_linkrank.storage.fptables import read_marks
 
     path = tmp_path / "db"
     _, start = written_behind(path)
@@ -227,3 +228,68 @@ def test_the_index_answers_as_a_dict_does_through_splits_merges_retries_and_reop
     # A key of another length (a fingerprint from outside, damaged) names no page.
     assert ix.find(b"\0" * 19) is None and ix.find(b"") is None
     assert ix.find_many([everything[0], b"x" * 21, everything[1]]) == [0, None, 1]
+
+
+def test_a_closing_writer_stores_what_it_holds_and_the_next_open_takes_it_from_there(tmp_path, monkeypatch, caplog,
+                                                                                      capsys):
+    """The pages held at close are stored with the last commit and taken
+    back without reading the page records; any later commit drops them,
+    and stored pages that do not fit the metadata are read back from the
+    records instead."""
+    from frontera_linkrank.cli.check import main as page_db_check
+    from frontera_linkrank.storage import coldrecords
+    from frontera_linkrank.storage.meta import decode, encode
+
+    path = tmp_path / "db"
+    held, start = written_behind(path)
+    assert held
+    env = lmdb.open(str(path), max_dbs=32)
+    with env.begin() as txn:
+        assert txn.stat(env.open_db(b"fpsheld", txn=txn))["entries"] == 1
+    env.close()
+    read_all = coldrecords.ColdRecords.read_all
+    reads = []
+    def counted(*a):  # a crawl's opening reads the records from fps_from on (tools read them all)
+        reads.extend(a[4:])
+        return read_all(*a)
+
+    monkeypatch.setattr(coldrecords.ColdRecords, "read_all", counted)
+    with PageDB(path, sync=False, compact=True) as db:
+        assert db.meta["fps_held"] == {"n_pages": 20000, "fps_from": start, "count": len(held)}
+        assert db._fps.held() == held and not reads  # taken from the close's table
+        check(db)
+        add_batch(db, db.n_pages, 500)
+        db.commit()
+        assert "fps_held" not in db.meta
+        with db.snapshot() as txn:
+            assert txn.stat(db._fps_held)["entries"] == 0
+        check(db)
+        held = db._fps.held()
+    with PageDB(path, sync=False, compact=True) as db:  # stored again by that close
+        assert db._fps.held() == held and not reads
+        record = db.meta["fps_held"]
+    assert page_db_check([str(path), "--no-urls"]) == 0
+    # The stored pages damaged (a chunk cut short), or the record not the metadata's: read from the records.
+    env = lmdb.open(str(path), max_dbs=32)
+    with env.begin(write=True) as txn:
+        stored = env.open_db(b"fpsheld", txn=txn)
+        txn.put((0).to_bytes(8, "big"), bytes(txn.get((0).to_bytes(8, "big"), db=stored))[:-28], db=stored)
+    env.close()
+    capsys.readouterr()
+    assert page_db_check([str(path), "--no-urls"]) == 1
+    assert "held fingerprints stored at close are damaged" in capsys.readouterr().out
+    with PageDB(path, sync=False, compact=True) as db:
+        assert db._fps.held() == held and len(reads) == 1
+        check(db)
+        assert "unusable" in caplog.text
+    env = lmdb.open(str(path), max_dbs=32)
+    with env.begin(write=True) as txn:  # stored again whole by that close; its record altered
+        meta = env.open_db(b"meta", txn=txn)
+        doc = decode(txn.get(b"meta", db=meta))
+        assert doc["fps_held"] == record
+        doc["fps_held"] = {**record, "n_pages": record["n_pages"] - 1}
+        txn.put(b"meta", encode(doc), db=meta)
+    env.close()
+    with PageDB(path, sync=False, compact=True) as db:
+        assert db._fps.held() == held and len(reads) == 2
+        check(db)

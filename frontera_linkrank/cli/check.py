@@ -37,7 +37,8 @@ import numpy as np
 from ..core.codec import malformed_parts
 from ..numeric import exact_sum, unique
 from ..storage.errors import LMDB_DAMAGE
-from ..storage.fpindex import marked_written, read_marks
+from ..storage.fpindex import marked_written
+from ..storage.fptables import read_held, read_marks
 from ..storage.identity import SECTION, key_for, key_scheme, stored_request_key
 from ..storage.packed import Unreadable
 from ..storage.pagedb import CorruptDatabase, PageDB
@@ -136,7 +137,27 @@ def check_fingerprint_table(db: PageDB, txn: object, fps: np.ndarray) -> list[st
     missing = np.flatnonzero(must & ~present)
     if len(missing):
         out.append(f"{len(missing)} pages missing from the fingerprint table (first: index {int(missing[0])})")
-    return out
+    return out + check_held(db, txn, fps, np.flatnonzero(~must))
+
+
+def check_held(db: PageDB, txn: object, fps: np.ndarray, held: np.ndarray) -> list[str]:
+    """The pages a closed crawl stored as held (``fpsheld``, if the
+    metadata records them): exactly the pages the table lacks (``held``),
+    each with its own fingerprint."""
+    record = db.meta.get("fps_held")
+    if not isinstance(record, dict):
+        return []
+    try:
+        if b"fpsheld" not in db.dbs:
+            raise ValueError("no fpsheld table")
+        keys, pages = read_held(txn, db.dbs[b"fpsheld"], int(record.get("count", -1)))
+    except (ValueError, TypeError) as e:
+        return [f"the held fingerprints stored at close are damaged ({e}); the next open reads them back"]
+    if len(pages) != len(held) or (np.sort(pages) != held).any():
+        return [f"the held fingerprints stored at close name {len(pages)} pages, the table lacks {len(held)}"]
+    if (fps[pages].view(np.uint8).reshape(-1, 20) != keys.view(np.uint8).reshape(-1, 20)).any():
+        return ["the held fingerprints stored at close are not their pages'"]
+    return []
 
 
 def check_pages(db: PageDB, urls_too: bool) -> list[str]:

@@ -28,6 +28,8 @@ key range's *mark*, the page count when the range was last written (its
 pages below are in the table). Opening a database re-reads the
 fingerprints of the pages from ``fps_from`` on and holds again those
 created after their range's mark (:meth:`FingerprintIndex.restore`).
+A writer that closes stores the pages it holds (:mod:`.fptables`), and
+the next opening takes them from there (:meth:`FingerprintIndex.restore_held`).
 
 Examples
 --------
@@ -53,6 +55,7 @@ import numpy as np
 
 from ..numeric import spans
 from .errors import CorruptDatabase
+from .fptables import read_marks
 from .keys import key_page, page_keys
 
 _NONE = np.iinfo(np.int64).max  # "no pending page" in the per-range minimum
@@ -154,22 +157,6 @@ def fullest(count: np.ndarray, over: int) -> np.ndarray:
         if reach[-1] >= over or m == len(count):
             return part[: int(np.searchsorted(reach, over)) + 1]
         m = min(len(count), 2 * m)
-
-
-def read_marks(txn: Any, marks_db: Any) -> np.ndarray | None:
-    """The range marks of the ``fpsmarks`` table (see the module
-    docstring), one per key range, or None if there are none; the number
-    of ranges is a power of two, ``len(marks) == 1 << bits``."""
-    if marks_db is None:
-        return None
-    rows = b"".join(map(b"".join, txn.cursor(db=marks_db)))
-    if not rows:
-        return None
-    got = np.frombuffer(rows, np.dtype([("range", ">u4"), ("mark", ">u8")])) if len(rows) % 12 == 0 else None
-    r = len(got) if got is not None else 0
-    if got is None or r & (r - 1) or not np.array_equal(got["range"], np.arange(r)):
-        raise CorruptDatabase("the fingerprint table's range marks are damaged (corrupt database)")
-    return got["mark"].astype(np.int64)
 
 
 def marked_written(marks: np.ndarray | None, fps: np.ndarray, start: int) -> np.ndarray:
@@ -430,13 +417,33 @@ class FingerprintIndex:
             present = {bytes(k) for k, _ in txn.cursor(db=self.db).getmulti(key_list(np.sort(keys)))}
             held = np.fromiter((k not in present for k in key_list(keys)), bool, len(keys))
         else:
-            self._bits, self._mark = int(len(marks)).bit_length() - 1, marks
             held = ~marked_written(marks, keys, start)
-        self._marks_stale = marks is None
-        self._discard_pending()
         idx = np.flatnonzero(held)
         order = idx[np.argsort(keys[idx], kind="stable")]
-        self._main = (keys[order], pages[order])
+        self._hold_again(txn, marks, keys[order], pages[order])
+
+    def held_entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """The pages held after the last commit, ``(fingerprints, pages)`` sorted as :meth:`restore` holds them."""
+        self._compact()
+        return self._main
+
+    def restore_held(self, txn: Any, keys: np.ndarray, pages: np.ndarray, start: int, n: int) -> None:
+        """At opening, instead of :meth:`restore`: hold the pages :meth:`held_entries` gave at
+        the last close; ValueError if they cannot be those of ``fps_from`` ``start`` and ``n`` pages."""
+        marks = read_marks(txn, self.marks_db)
+        if marks is None or (len(pages) and not (pages.min() >= start and pages.max() < n)):
+            raise ValueError("no range marks, or held pages outside those that may be missing from the table")
+        if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():
+            raise ValueError("held fingerprints out of order")
+        self._hold_again(txn, marks, keys, pages)
+
+    def _hold_again(self, txn: Any, marks: np.ndarray | None, keys: np.ndarray, pages: np.ndarray) -> None:
+        """Hold ``keys``, ``pages`` (sorted by fingerprint) at opening, with the ranges' ``marks`` (None: none)."""
+        if marks is not None:
+            self._bits, self._mark = int(len(marks)).bit_length() - 1, marks
+        self._marks_stale = marks is None
+        self._discard_pending()
+        self._main = (keys, pages)
         self._recount()
         self._split(txn.stat(self.db)["leaf_pages"])
 
@@ -490,4 +497,4 @@ class FingerprintIndex:
         self._plan = None
 
 
-__all__ = ["FingerprintIndex", "as_keys", "fullest", "key_list", "key_ranges", "marked_written", "read_marks"]
+__all__ = ["FingerprintIndex", "as_keys", "fullest", "key_list", "key_ranges", "marked_written"]

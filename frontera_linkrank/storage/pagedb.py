@@ -7,7 +7,7 @@ Named databases inside the environment:
 ``vertices``   the checkpoint of the pages' hot fields, see :mod:`.pagelog`
 ``vlog``       hot records changed since the checkpoint, see :mod:`.pagelog`
 ``pages``      the pages' cold fields, one value per page, see :mod:`.coldrecords`
-``fps``        fingerprint -> page index; ``fpsmarks``: how far it is written, see :mod:`.fpindex`
+``fps``        fingerprint -> page index; ``fpsmarks``, ``fpsheld``: see :mod:`.fpindex`, :mod:`.fptables`
 ``urls``       page index (8-byte big-endian) -> URL (UTF-8)
 ``hosts``      host name -> host id, see :mod:`.hosts`
 ``edges``      blocks of out-links, see :mod:`.edges`
@@ -64,7 +64,7 @@ logger = logging.getLogger(__name__)
 
 # Tables of storage itself: not side tables.
 _OWN_TABLES = frozenset(("meta", "vertices", "vlog", "urls", "hosts", "edges", "scores", "hostpages", "pages",
-                         "fps", "fpsmarks"))
+                         "fps", "fpsmarks", "fpsheld"))
 
 
 class PageDB(FeatureTables, PageRecords):
@@ -111,17 +111,9 @@ class PageDB(FeatureTables, PageRecords):
     >>> db.close()
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        readonly: bool = False,
-        *,
-        map_size: int | None = None,
-        sync: bool = True,
-        checkpoint_bytes: int | None = None,
-        compact: bool = False,
-        full_check: bool = False,
-    ) -> None:
+    def __init__(self, path: str | os.PathLike[str], readonly: bool = False, *, map_size: int | None = None,
+                 sync: bool = True, checkpoint_bytes: int | None = None, compact: bool = False,
+                 full_check: bool = False) -> None:
         self.path = os.fspath(path)
         self._checked = False  # a writer past its open's checks: its close leaves a clean file
         self.readonly = readonly
@@ -162,8 +154,8 @@ class PageDB(FeatureTables, PageRecords):
         self._hosts = HostTable(dbs[b"hosts"])
         handle = environment.table_handle
         self._host_pages = HostPages(handle(self.env, dbs, b"hostpages", self.readonly))
-        self._pages = handle(self.env, dbs, b"pages", self.readonly)
-        fps, marks = (handle(self.env, dbs, t, self.readonly) for t in (b"fps", b"fpsmarks"))
+        self._pages, fps, marks, self._fps_held = (handle(self.env, dbs, t, self.readonly)
+                                                   for t in (b"pages", b"fps", b"fpsmarks", b"fpsheld"))
         self._fps = FingerprintIndex(fps, self.snapshot, marks)
         self.cold: ColdRecords | TableColdRecords = (
             ColdRecords(self._pages, self.snapshot) if self.compact else TableColdRecords(self.vertices, self.touch)
@@ -250,6 +242,7 @@ class PageDB(FeatureTables, PageRecords):
         if self._ro_txn is not None:
             self._ro_txn.abort()
             self._ro_txn = None
+        self._save_held()
         if self.env is not None:
             # Another thread's reader() must end first: closing the
             # environment under an open transaction would fault.
@@ -438,6 +431,7 @@ class PageDB(FeatureTables, PageRecords):
             self._hosts.write(txn)
             self._host_pages.write(txn)
             self._log.write(txn, self.vertices, plan)
+            self._forget_held(txn, doc)
             if cold is None:
                 assert isinstance(self.cold, ColdRecords)
                 self.cold.write(txn)

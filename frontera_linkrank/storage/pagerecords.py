@@ -25,8 +25,9 @@ import numpy as np
 from ..numeric import unique
 from .coldrecords import ColdRecords, CompactTable
 from .environment import begin_read
-from .errors import CorruptDatabase, PageDBError
+from .errors import CorruptDatabase, PageDBError, WriteError
 from .fpindex import key_list
+from .fptables import read_held, write_held
 from .keys import page_key, page_keys
 from .meta import SCHEMA_VERSION
 from .meta import decode as decode_meta
@@ -35,6 +36,9 @@ from .pagelog import PageLog
 from .vertices import COLD_NAMES, COLD_RECORD, F_CRAWLED, HOT_FIELDS, MAX_DEPTH, RECORD_V2, VertexTable
 
 logger = logging.getLogger(__name__)
+
+HELD_SECTION = "fps_held"
+"""Metadata key of the pages a close stored in the ``fpsheld`` table."""
 
 
 class PageRecords:
@@ -60,6 +64,9 @@ class PageRecords:
     dbs: dict
     path: str
     _fps: Any
+    _fps_held: Any  # the fpsheld table, or None (a read-only database without it)
+    _checked: bool
+    _meta: Any
     _fp_index: dict[bytes, int] | None
     _rekeyed: list[tuple[bytes, bytes, int]]  # (old key, new key, page) to write at the next commit
     _rewrite_fps: bool  # write the whole fps table at the next commit
@@ -131,11 +138,65 @@ class PageRecords:
         start = self.meta.get("fps_from", n)
         if not isinstance(start, int) or not 0 <= start <= n:
             raise CorruptDatabase(f"{self.path}: fps_from {start!r} is not a page index (corrupt database)")
-        if start == n:
+        if start == n or self._restore_held(start, n):
             return
         with begin_read(self.env, buffers=True) as txn, self._damage("page records"):
             records = ColdRecords(self._pages, self.snapshot).read_all(txn, n, self.path, start)
             self._fps.restore(txn, records["fp"], start)
+
+    def _restore_held(self, start: int, n: int) -> bool:
+        """Hold the pages the last close stored (:meth:`_save_held`), if
+        its record is in the last commit's metadata and they are whole."""
+        saved = self.meta.get(HELD_SECTION)
+        if (self._fps_held is None or not isinstance(saved, dict) or not isinstance(saved.get("count"), int)
+                or saved != {"n_pages": n, "fps_from": start, "count": saved["count"]}):
+            return False
+        try:
+            with begin_read(self.env, buffers=True) as txn:
+                keys, pages = read_held(txn, self._fps_held, int(saved["count"]))
+                self._fps.restore_held(txn, keys, pages, start, n)
+        except (ValueError, TypeError, CorruptDatabase) as e:
+            logger.warning("%s: the fingerprints stored at the last close are unusable (%s): reading them "
+                           "back from the page records", self.path, e)
+            self._fps.discard()
+            return False
+        return True
+
+    def _save_held(self) -> None:
+        """A writer closing: store the pages the fingerprint index holds
+        (see :mod:`.fpindex`), and their record in the metadata, so that
+        the next open need not read every page record from ``fps_from``
+        on. Any later commit removes the record (:meth:`_forget_held`)."""
+        if self.env is None or not self._checked or not self.compact:  # not a writer past its open's checks
+            return
+        doc = dict(self.meta)
+        n, start = doc.get("n_pages", 0), doc.get("fps_from", 0)
+        if start >= n:
+            return
+        keys, pages = self._fps.held_entries()
+        record = {"n_pages": n, "fps_from": start, "count": len(keys)}
+        if doc.get(HELD_SECTION) == record:  # stored by an earlier close, nothing committed since
+            return
+        doc[HELD_SECTION] = record
+
+        def write(txn: Any) -> None:
+            write_held(txn, self._fps_held, keys, pages)
+            txn.put(b"meta", encode_meta(doc), db=self.dbs[b"meta"])
+
+        try:
+            self._write(write)
+        except WriteError as e:  # the next open reads them back from the page records
+            logger.warning("%s: the held fingerprints could not be stored at close: %s", self.path, e)
+            return
+        self._meta.install(doc)
+
+    def _forget_held(self, txn: Any, doc: dict) -> None:
+        """A commit (writing ``doc``) after a close stored the held pages
+        (:meth:`_save_held`): they are stale from this commit on."""
+        if self.meta.get(HELD_SECTION) is not None:
+            doc.pop(HELD_SECTION, None)
+            if self._fps_held is not None:
+                txn.drop(self._fps_held, delete=False)
 
     def _list_hosts(self) -> None:
         """A database written before pages were listed by host: list them
