@@ -109,15 +109,21 @@ def test_bounded_heads_take_what_a_plain_best_first_order_takes(monkeypatch, see
     assert front.queue.refills > 0
 
 
-def test_a_host_with_many_waiting_pages_holds_a_small_head_and_compacts_its_list():
+def one_host(n, seed):
+    """``n`` waiting pages of one host, listed, with random keys."""
     table = VertexTable()
-    n = 20_000
     table.append(n)
     table.host[:n] = 0
-    keys = np.random.default_rng(1).random(n)
+    keys = np.random.default_rng(seed).random(n)
     lists = Lists()
     for p in range(n):
         lists.add(0, p)
+    return table, keys, lists
+
+
+def test_a_host_with_many_waiting_pages_holds_a_small_head_and_compacts_its_list():
+    n = 20_000
+    table, keys, lists = one_host(n, 1)
     front = Frontier(table, lambda idx: keys[idx], lists=lists)
     front.rebuild(eager=False)
     taken = []
@@ -134,14 +140,8 @@ def test_a_host_with_many_waiting_pages_holds_a_small_head_and_compacts_its_list
 def test_a_large_hosts_refills_read_back_a_bounded_number_of_pages_per_page_handed_out(monkeypatch):
     monkeypatch.setattr(queue_module, "HEAD_MAX", 8)
     monkeypatch.setattr(queue_module, "READ_BACK", 8)  # hosts past 64 waiting pages are "large"
-    table = VertexTable()
     n = 20_000
-    table.append(n)
-    table.host[:n] = 0
-    keys = np.random.default_rng(2).random(n)
-    lists = Lists()
-    for p in range(n):
-        lists.add(0, p)
+    table, keys, lists = one_host(n, 2)
     read = []
     pages_of = lists.pages_of
     lists.pages_of = lambda host: read.append(len(pages_of(host))) or pages_of(host)

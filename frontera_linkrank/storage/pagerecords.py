@@ -25,7 +25,7 @@ import numpy as np
 from ..numeric import unique
 from .coldrecords import ColdRecords, CompactTable
 from .environment import begin_read
-from .errors import CorruptDatabase, PageDBError, WriteError
+from .errors import LMDB_DAMAGE, CorruptDatabase, PageDBError, WriteError
 from .fpindex import key_list
 from .fptables import read_held, write_held
 from .keys import page_key, page_keys
@@ -174,10 +174,7 @@ class PageRecords:
         if start >= n:
             return
         keys, pages = self._fps.held_entries()
-        record = {"n_pages": n, "fps_from": start, "count": len(keys)}
-        if doc.get(HELD_SECTION) == record:  # stored by an earlier close, nothing committed since
-            return
-        doc[HELD_SECTION] = record
+        doc[HELD_SECTION] = {"n_pages": n, "fps_from": start, "count": len(keys)}
 
         def write(txn: Any) -> None:
             write_held(txn, self._fps_held, keys, pages)
@@ -185,7 +182,7 @@ class PageRecords:
 
         try:
             self._write(write)
-        except WriteError as e:  # the next open reads them back from the page records
+        except (WriteError, *LMDB_DAMAGE) as e:  # the next open reads them back from the page records
             logger.warning("%s: the held fingerprints could not be stored at close: %s", self.path, e)
             return
         self._meta.install(doc)
