@@ -17,10 +17,9 @@ only after the transaction that leases them has committed, so a crash
 never loses a page: uncommitted work is redone, leased pages are offered
 again when the database is reopened.
 
-Bad input never raises into the crawler: URLs that cannot be fetched are
-rejected with a reason, logged and counted (:meth:`~FrontierCore.stats`),
-values the database cannot store are checked where they enter
-(:mod:`.inputs`), and the rest of the batch goes on.
+Bad input never raises into the crawler: URLs that cannot be fetched are rejected with a
+reason, logged and counted (:meth:`~FrontierCore.stats`), values the database cannot store
+are checked where they enter (:mod:`.inputs`), and the rest of the batch goes on.
 
 A commit that cannot be written (a full disk) stops the frontier: one
 ERROR line, then reports are ignored, nothing is handed out and
@@ -148,7 +147,7 @@ class FrontierCore:
             logger.info("%d requests leased by a previous run are offered again", recovered)
         self.registry = PageRegistry(db, self.aopic, self.lifecycle, self.counters, s.MAX_URL_LENGTH,
                                      s.LOG_REJECTED, s.OMEGA_HOSTS, self.priorities)
-        self.frontier.rebuild(eager=False)  # each host read when it first comes up: opening stays one pass
+        self.frontier.rebuild(eager=False, heads=db.stored_heads())  # the other hosts read when they come up
         self.recrawler = (Recrawler(db, s, self.importance, self.ranking.ranks, self.lifecycle, self.counters)
                           if s.RECRAWL else None)
         self.batch = BatchApplier(db, self.registry, self.lifecycle, self.policy, self.counters, self.recrawler,
@@ -436,7 +435,8 @@ class FrontierCore:
             try:
                 self.ranking.finish(self._commit)
                 self.policy.save()
-            except WriteError as e:  # storing the ranking or the policy's state
+                self.db.store_heads(self.frontier.head_pages())  # the next open's heads: no refill of them
+            except WriteError as e:  # storing the ranking, the policy's state or the heads
                 self._stop(e)
         self.ranking.cancel()  # it holds a snapshot of the database we close
         if self.db.env is not None:

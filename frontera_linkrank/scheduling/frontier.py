@@ -24,6 +24,29 @@ KEYS_AT_ONCE = 1 << 20
 """Pages whose keys a rebuild computes in one call of the policy."""
 
 
+def _with_heads(head: np.ndarray, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> tuple:
+    """``(heads, pages, hosts, keys)``: the pages ``head`` marks, and those
+    that come before the last of them on their host (the leases a close
+    left, offered again), as ``(pages, hosts, keys)`` for the heads; the
+    other pages, whose best is each host's floor. No heads (None, and
+    every page) when more pages come before them than they are: they were
+    stored under other keys."""
+    hp, hh, hk = pages[head], hosts[head], keys[head]
+    rest = ~head
+    pages, hosts, keys = pages[rest], hosts[rest], keys[rest]
+    size = int(max(hosts.max() if len(hosts) else 0, hh.max())) + 1
+    last = np.full(size, np.inf)  # each host's last head entry (heap order: lowest key, then highest page)
+    np.minimum.at(last, hh, hk)
+    last_page = np.full(size, -1, np.int64)
+    at = hk == last[hh]
+    np.maximum.at(last_page, hh[at], hp[at])
+    before = (keys > last[hosts]) | ((keys == last[hosts]) & (pages < last_page[hosts]))
+    if before.sum() > len(hp):
+        return None, np.r_[hp, pages], np.r_[hh, hosts], np.r_[hk, keys]
+    heads = (np.r_[hp, pages[before]], np.r_[hh, hosts[before]], np.r_[hk, keys[before]])
+    return heads, pages[~before], hosts[~before], keys[~before]
+
+
 class HostLists(Protocol):
     """Where a host's pages are listed (the page database's
     :class:`~frontera_linkrank.storage.hostpages.HostPages`, through
@@ -128,11 +151,14 @@ class Frontier:
         return pages
 
     # -- entering the queue --------------------------------------------------------
-    def rebuild(self, eager: bool = True) -> None:
+    def rebuild(self, eager: bool = True, heads: np.ndarray | None = None) -> None:
         """Queue every ``UNFETCHED`` page afresh (at open, when keys fell):
         ``eager``, each host's head is filled now from one sort of the
         waiting pages; otherwise (a database opened) each host's floor is
-        its best key and its head fills when it comes up."""
+        its best key and its head fills when it comes up, or, for the
+        waiting pages among ``heads`` (those of :meth:`head_pages` at the
+        last close), the head holds them and the floor is the best of the
+        others."""
         t = self.table
         n = t.n
         self._ensure(n)
@@ -148,19 +174,29 @@ class Frontier:
         self._classes = {}
         self._class_used = [False, False]
         self._classify(np.flatnonzero(np.bincount(hosts)) if len(hosts) else hosts)
+        head = None
+        if heads is not None and not eager:
+            mark = np.zeros(n, bool)
+            mark[heads[(heads >= 0) & (heads < n)]] = True
+            head = mark[pages]
+            del mark
         for queue, m in self._by_level(pages, rebuild=True):
-            self._rebuild_queue(queue, pages[m], hosts[m], keys[m], eager)
+            self._rebuild_queue(queue, pages[m], hosts[m], keys[m], eager, None if head is None else head[m])
         self.n_queued = len(pages)
         self.n_leased = int((t.state[:n] == LEASED).sum())
 
     @staticmethod
     def _rebuild_queue(queue: BestFirstQueue, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray,
-                       eager: bool = True) -> None:
+                       eager: bool = True, head: np.ndarray | None = None) -> None:
         """``queue``'s heads afresh (``eager``), or emptied with each host's
-        floor its best page."""
+        floor its best page, or holding the pages ``head`` marks and each
+        host's floor its best page outside them."""
         if eager:
             queue.rebuild_heads(pages, hosts, keys)
             return
+        heads = None
+        if head is not None and head.any():
+            heads, pages, hosts, keys = _with_heads(head, pages, hosts, keys)
         present = np.flatnonzero(np.bincount(hosts)) if len(hosts) else hosts
         size = int(hosts.max()) + 1 if len(hosts) else 0
         best = np.full(size, -np.inf)
@@ -168,7 +204,7 @@ class Frontier:
         first = np.full(size, np.iinfo(np.int64).max)
         top = keys == best[hosts]
         np.minimum.at(first, hosts[top], pages[top])  # ties: the page found first
-        queue.rebuild(present, best[present], first[present])
+        queue.rebuild(present, best[present], first[present], heads)
 
     def _by_level(self, pages: np.ndarray, rebuild: bool = False) -> list[tuple[BestFirstQueue, np.ndarray | slice]]:
         """``(queue, pages)`` of each queue the pages go to: a mask, or
@@ -179,6 +215,10 @@ class Frontier:
     def _queue_of(self, page: int) -> BestFirstQueue:
         """The queue ``page`` waits in."""
         return self.queue
+
+    def head_pages(self) -> np.ndarray:
+        """The pages in the queues' heads (to be given to :meth:`rebuild` by the next open)."""
+        return np.fromiter((p for q in self._queues() for p in q.live), np.int64)
 
     def offer(self, pages: object) -> None:
         """(Re)queue ``UNFETCHED`` pages among ``pages``: a page new to the

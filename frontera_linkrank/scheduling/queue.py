@@ -1,10 +1,8 @@
 """Best-first frontier queue, grouped by host, with a bounded head per host.
 
 Each host keeps in memory only its *head*: a heap of ``(-key, page)``
-entries for its best waiting pages, a few dozen for most hosts (about the
-square root of its waiting pages, between :data:`HEAD_MIN` and
-:data:`HEAD_MAX`; see :func:`head_size`).
-Its other waiting pages stay where they are, listed under the host in the
+entries for its best waiting pages, a few dozen for most hosts
+(:func:`head_size`). Its other waiting pages stay where they are, listed under the host in the
 page database (:class:`~frontera_linkrank.storage.hostpages.HostPages`),
 and the host remembers one entry for them, its *floor*: the best of
 them as the heap orders entries (``(-key, page)``: higher key first,
@@ -27,9 +25,9 @@ heads are *lazy*: raising a page's key pushes a new entry, and entries
 whose key is no longer the page's live key, or whose page left the
 queue, are dropped when they surface. Ties go to the lower page index,
 i.e. the page discovered first. A policy whose keys can fall rebuilds the
-queue (:meth:`BestFirstQueue.rebuild`): heads are emptied and each host's
-floor set to its best key, so the cost is one vectorised pass over the
-waiting pages and each host is refilled when it first comes up.
+queue (:meth:`BestFirstQueue.rebuild_heads`: one sort of the waiting pages).
+Opening a database (:meth:`BestFirstQueue.rebuild`) sets each host's floor to
+its best key, or to the best outside the head it had at the last close.
 
 Hosts belong to one of two classes whose keys are compared with an offset
 (``offsets[c]`` added to every key of class c). AOPIC needs it when ω's cash
@@ -252,14 +250,29 @@ class BestFirstQueue:
         for top in tops:
             heapq.heapify(top)
 
-    def rebuild(self, hosts: np.ndarray, best: np.ndarray, best_page: np.ndarray) -> None:
+    def rebuild(self, hosts: np.ndarray, best: np.ndarray, best_page: np.ndarray,
+                heads: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
         """Empty every head; host ``hosts[k]`` has waiting pages whose best is
         page ``best_page[k]`` with key ``best[k]`` (its floor): it is
-        refilled when it comes up (a database opened: one pass, no sort)."""
-        self._reset(hosts)
+        refilled when it comes up (a database opened: one pass, no sort).
+        ``heads``: ``(pages, hosts, keys)`` of other waiting pages, put in
+        their hosts' heads now (the floors bound the pages outside them)."""
+        self._reset(np.concatenate((hosts, heads[1])) if heads is not None else hosts)
         self.floor[hosts] = best
         self.floor_page[hosts] = best_page
-        self._register_all(hosts.tolist(), list(zip((-best).tolist(), best_page.tolist())))
+        entries = dict(zip(hosts.tolist(), zip((-best).tolist(), best_page.tolist())))
+        if heads is not None and len(heads[0]):
+            pages, h, keys = heads
+            order = np.lexsort((pages, -keys, h))  # by host, then the heap's order
+            h = h[order]
+            starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]])
+            gh = h[starts].astype(np.int64)
+            counts = np.diff(np.r_[starts, len(h)])
+            firsts = self._set_heads(gh, counts, pages[order], keys[order])
+            entries.update((g, min(f, entries.get(g, f))) for g, f in zip(gh.tolist(), firsts))
+            for host in gh[counts > 2 * HEAD_MAX].tolist():  # heads of a close: at most HEAD_MAX kept
+                self._trim(host)
+        self._register_all(list(entries), list(entries.values()))
 
     def rebuild_heads(self, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
         """Every head afresh from all the waiting ``pages`` (of ``hosts``,
@@ -278,27 +291,30 @@ class BestFirstQueue:
         del h
         counts = np.diff(np.r_[starts, len(order)])
         take = head_size(counts)
-        large = take > HEAD_MAX
-        self._size.update(zip(group_hosts[large].tolist(), take[large].tolist()))
+        self._size.update((h, k) for h, k in zip(group_hosts.tolist(), take.tolist()) if k > HEAD_MAX)
         cut = take < counts
         out = order[starts[cut] + take[cut]]  # each host's best left outside: its floor
         self.floor[group_hosts[cut]] = keys[out]
         self.floor_page[group_hosts[cut]] = pages[out]
         head = order[spans(starts, starts + take)]
         del order
-        hp, k = pages[head].tolist(), keys[head]
-        hk = (-k).tolist()
-        live, heaps, head_n = self.live, self._heaps, self._head_n
-        live.update(zip(hp, k.tolist()))
-        firsts = []
-        at = 0
-        for host, n in zip(group_hosts.tolist(), take.tolist()):
+        firsts = self._set_heads(group_hosts, take, pages[head], keys[head])
+        self._register_all(group_hosts.tolist(), firsts)
+
+    def _set_heads(self, hosts: np.ndarray, sizes: np.ndarray, pages: np.ndarray,
+                   keys: np.ndarray) -> list[tuple[float, int]]:
+        """Heads of ``hosts`` (emptied): ``sizes[i]`` entries for the i-th, from ``pages``,
+        ``keys`` in that order (each host's best first); returns each host's first entry."""
+        hp, hk = pages.tolist(), (-keys).tolist()
+        self.live.update(zip(hp, keys.tolist()))
+        heaps, head_n, firsts, at = self._heaps, self._head_n, [], 0
+        for host, n in zip(hosts.tolist(), sizes.tolist()):
             heaps[host] = list(zip(hk[at : at + n], hp[at : at + n]))  # sorted: a valid heap
             head_n[host] = n
             firsts.append((hk[at], hp[at]))
             at += n
-        self.entries = len(hp)
-        self._register_all(group_hosts.tolist(), firsts)
+        self.entries += len(hp)
+        return firsts
 
     # -- leaving ------------------------------------------------------------------
     def _fill(self, host: int) -> None:
@@ -382,14 +398,8 @@ class BestFirstQueue:
                 self._registered[host] = best
         return None
 
-    def pop_batch(
-        self,
-        n: int,
-        skip_host: Callable[[int], bool] | None = None,
-        max_per_host: int = 0,
-        offsets: tuple[float, float] = (0.0, 0.0),
-        counts: dict[int, int] | None = None,
-    ) -> list[int]:
+    def pop_batch(self, n: int, skip_host: Callable[[int], bool] | None = None, max_per_host: int = 0,
+                  offsets: tuple[float, float] = (0.0, 0.0), counts: dict[int, int] | None = None) -> list[int]:
         """Remove and return up to ``n`` best live pages.
 
         ``skip_host(host)`` -> True keeps a host's pages for later (an
@@ -488,8 +498,3 @@ class BestFirstQueue:
         floor = self._floor_of(host)
         assert floor is not None
         return (floor[0] - offsets[cls], floor[1], True, host, cls)
-
-    def hosts(self) -> list[int]:
-        """Hosts with a head (live or not yet cleaned) or pages outside it."""
-        outside = np.flatnonzero(self.floor > -math.inf).tolist()
-        return sorted(set(self._heaps) | set(outside))

@@ -33,10 +33,13 @@ from .meta import SCHEMA_VERSION
 from .meta import decode as decode_meta
 from .meta import encode as encode_meta
 from .pagelog import PageLog
+from .vectors import STATE_PREFIX
 from .vertices import COLD_NAMES, COLD_RECORD, F_CRAWLED, HOT_FIELDS, MAX_DEPTH, RECORD_V2, VertexTable
 
 logger = logging.getLogger(__name__)
 
+HEADS = STATE_PREFIX + "queue.heads"
+"""The pages of the frontier's heads at the last close (:meth:`PageRecords.store_heads`)."""
 HELD_SECTION = "fps_held"
 """Metadata key of the pages a close stored in the ``fpsheld`` table."""
 
@@ -66,6 +69,8 @@ class PageRecords:
     _fps: Any
     _fps_held: Any  # the fpsheld table, or None (a read-only database without it)
     _checked: bool
+    write_scores: Any  # PageDB's
+    read_scores: Any  # PageDB's
     _meta: Any
     _fp_index: dict[bytes, int] | None
     _rekeyed: list[tuple[bytes, bytes, int]]  # (old key, new key, page) to write at the next commit
@@ -311,6 +316,25 @@ class PageRecords:
     def replace_pages(self, host: int, pages: np.ndarray) -> None:
         """Make ``pages`` the whole list of ``host`` (written at the next commit)."""
         self._host_pages.replace(host, pages)
+
+    def store_heads(self, pages: np.ndarray) -> None:
+        """Store the pages of the frontier's heads (a crawl closing), for
+        the next open to put back in their heads."""
+        self.write_scores({HEADS: np.asarray(pages, np.float64)}, {})
+
+    def stored_heads(self) -> np.ndarray | None:
+        """The pages :meth:`store_heads` stored last, or None. They are a
+        hint (any waiting pages make valid heads): a damaged vector is
+        left unread, with a warning."""
+        try:
+            values, _ = self.read_scores(HEADS)
+        except CorruptDatabase as e:
+            logger.warning("%s: the queue's heads stored at close are unreadable (%s): not used", self.path, e)
+            return None
+        if values is None:
+            return None
+        ok = np.isfinite(values) & (values >= 0) & (values < self.n_pages) & (values == np.floor(values))
+        return values[ok].astype(np.int64)
 
     def touch(self, idx: int | np.ndarray | list[int]) -> None:
         """Mark pages (an index or an array of indices) changed in this batch."""
