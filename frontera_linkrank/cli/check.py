@@ -142,10 +142,13 @@ def check_fingerprint_table(db: PageDB, txn: object, fps: np.ndarray) -> list[st
 
 def check_held(db: PageDB, txn: object, fps: np.ndarray, held: np.ndarray) -> list[str]:
     """The pages a closed crawl stored as held (``fpsheld``, if the
-    metadata records them): exactly the pages the table lacks (``held``),
-    each with its own fingerprint."""
+    metadata records them for its page count and ``fps_from``, as an open
+    takes them): every page the table lacks (``held``), each with its own
+    fingerprint (pages written since, by a version that kept the record,
+    are harmless)."""
     record = db.meta.get("fps_held")
-    if not isinstance(record, dict):
+    if not isinstance(record, dict) or (record.get("n_pages"), record.get("fps_from")) != (
+            len(fps), db.meta.get("fps_from", len(fps))):
         return []
     try:
         if b"fpsheld" not in db.dbs:
@@ -153,8 +156,11 @@ def check_held(db: PageDB, txn: object, fps: np.ndarray, held: np.ndarray) -> li
         keys, pages = read_held(txn, db.dbs[b"fpsheld"], int(record.get("count", -1)))
     except (ValueError, TypeError) as e:
         return [f"the held fingerprints stored at close are damaged ({e}); the next open reads them back"]
-    if len(pages) != len(held) or (np.sort(pages) != held).any():
-        return [f"the held fingerprints stored at close name {len(pages)} pages, the table lacks {len(held)}"]
+    if len(pages) and not 0 <= pages.min() <= pages.max() < len(fps):
+        return ["the held fingerprints stored at close name pages outside the page table"]
+    lacking = np.setdiff1d(held, pages)
+    if len(lacking):
+        return [f"{len(lacking)} pages the fingerprint table lacks are not among the held ones stored at close"]
     if (fps[pages].view(np.uint8).reshape(-1, 20) != keys.view(np.uint8).reshape(-1, 20)).any():
         return ["the held fingerprints stored at close are not their pages'"]
     return []
