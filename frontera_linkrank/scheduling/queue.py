@@ -74,6 +74,15 @@ def head_size(waiting: np.ndarray | int) -> np.ndarray | int:
     return k if k.ndim else int(k)
 
 
+def _by_host(pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(order, hosts, starts, counts)``: the entries in the heads' order
+    within each host (by host, then key, then page), and each host's group."""
+    order = np.lexsort((pages, -keys, hosts))
+    h = hosts[order]
+    starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]])
+    return order, h[starts].astype(np.int64), starts, np.diff(np.r_[starts, len(order)])
+
+
 Refill = Callable[[int], tuple[np.ndarray, np.ndarray]]
 """``refill(host) -> (pages, keys)``: the host's waiting pages not in its
 head, with their current keys."""
@@ -263,11 +272,7 @@ class BestFirstQueue:
         entries = dict(zip(hosts.tolist(), zip((-best).tolist(), best_page.tolist())))
         if heads is not None and len(heads[0]):
             pages, h, keys = heads
-            order = np.lexsort((pages, -keys, h))  # by host, then the heap's order
-            h = h[order]
-            starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]])
-            gh = h[starts].astype(np.int64)
-            counts = np.diff(np.r_[starts, len(h)])
+            order, gh, starts, counts = _by_host(pages, h, keys)
             firsts = self._set_heads(gh, counts, pages[order], keys[order])
             entries.update((g, min(f, entries.get(g, f))) for g, f in zip(gh.tolist(), firsts))
             for host in gh[counts > 2 * HEAD_MAX].tolist():  # heads of a close: at most HEAD_MAX kept
@@ -284,12 +289,7 @@ class BestFirstQueue:
             return
         # Only the order is a temporary of every page: the hosts' groups and
         # their first entries are read through it.
-        order = np.lexsort((pages, -keys, hosts))  # by host, then the heap's order
-        h = hosts[order]
-        starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]])
-        group_hosts = h[starts].astype(np.int64)
-        del h
-        counts = np.diff(np.r_[starts, len(order)])
+        order, group_hosts, starts, counts = _by_host(pages, hosts, keys)
         take = head_size(counts)
         self._size.update((h, k) for h, k in zip(group_hosts.tolist(), take.tolist()) if k > HEAD_MAX)
         cut = take < counts
