@@ -62,6 +62,51 @@ def test_map_grows_by_itself(make_backend, tmp_path):
     assert abs(b.core.aopic.residual()) < 1e-9
 
 
+def test_a_tool_reads_every_field_in_slices_as_it_would_whole(make_backend, tmp_path, monkeypatch):
+    """A tool's page table (every field) is read a slice of records at a
+    time, the same table whatever the slice; a record missing in the
+    middle of a slice, or at the end, is named."""
+    from frontera_linkrank.storage import coldrecords
+    from frontera_linkrank.storage.pagedb import CorruptDatabase
+
+    b = make_backend()
+    b.add_seeds([req("http://a.test/0")])
+    for _ in range(4):
+        for r in b.get_next_requests(50):
+            i = int(r.url.rsplit("/", 1)[1])
+            crawl(b, r, [f"http://a.test/{10 * i + k}" for k in range(1, 11)])
+    b.frontier_stop()
+    path = tmp_path / "db"
+
+    def fields():
+        with PageDB(path, readonly=True) as db:
+            return db.n_pages, {name: getattr(db.vertices, name)[: db.n_pages].copy() for name in FIELD_NAMES}
+
+    n, whole = fields()
+    assert n > 100
+    monkeypatch.setattr(coldrecords, "SLICE", 7)
+    n_sliced, sliced = fields()
+    assert n_sliced == n
+    for name in FIELD_NAMES:
+        np.testing.assert_array_equal(sliced[name], whole[name], err_msg=name)
+    env = lmdb.open(str(path), max_dbs=32)
+    with env.begin(write=True) as txn:
+        pages = env.open_db(b"pages", txn=txn)
+        assert txn.delete(page_key(50), db=pages)
+    env.close()
+    with pytest.raises(CorruptDatabase, match="page record 50 missing or damaged"):
+        PageDB(path, readonly=True)
+    monkeypatch.setattr(coldrecords, "SLICE", 1 << 18)
+    env = lmdb.open(str(path), max_dbs=32)
+    with env.begin(write=True) as txn:
+        pages = env.open_db(b"pages", txn=txn)
+        txn.put(page_key(50), txn.get(page_key(49), db=pages), db=pages)  # any whole record
+        assert txn.delete(page_key(n - 1), db=pages)
+    env.close()
+    with pytest.raises(CorruptDatabase, match=f"1 of {n} page records missing"):
+        PageDB(path, readonly=True)
+
+
 def test_refuses_a_directory_that_is_not_a_page_database(tmp_path):
     d = tmp_path / "photos"
     d.mkdir()

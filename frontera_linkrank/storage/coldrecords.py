@@ -30,7 +30,7 @@ Examples
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,10 @@ import numpy as np
 from .errors import CorruptDatabase
 from .keys import key_page, page_key, page_keys
 from .vertices import COLD_NAMES, COLD_RECORD, VertexTable, default_records
+
+# Pages read at a time by a tool loading every field: a slice's copies (the
+# rows as bytes, joined, decoded) cost about 400 bytes a page.
+SLICE = 1 << 18
 
 
 class ColdRecords:
@@ -166,24 +170,37 @@ class ColdRecords:
             self._dirty = np.zeros(256, bool)
 
     def read_all(self, txn: Any, n: int, path: str, start: int = 0) -> np.ndarray:
-        """The records of pages ``start .. n-1`` as of ``txn`` (tools; a
-        crawl reopening, for the fingerprints it held)."""
+        """The records of pages ``start .. n-1`` as of ``txn`` (a crawl
+        reopening, for the fingerprints it held)."""
+        out = np.empty(n - start, COLD_RECORD)
+        for lo, records in self.read_slices(txn, n, path, start):
+            out[lo - start : lo - start + len(records)] = records
+        return out
+
+    def read_slices(self, txn: Any, n: int, path: str, start: int = 0) -> Iterator[tuple[int, np.ndarray]]:
+        """The records of pages ``start .. n-1`` as of ``txn``, in slices of
+        :data:`SLICE` pages: (first page, records). A tool holding every
+        field needs no more than a slice besides its table."""
+        size = SLICE
         # Key and value copied out together in one pass and decoded by numpy
         # as a whole: a numpy call per record would cost more than reading it.
         row = np.dtype([("key", ">u8"), ("record", COLD_RECORD)])
         cur = txn.cursor(db=self.db)
         cur.set_range(page_key(start))
-        rows = list(map(b"".join, itertools.islice(cur.iternext(), n - start)))
-        bad = np.flatnonzero(np.fromiter(map(len, rows), np.int64, len(rows)) != row.itemsize)
-        if not len(bad):
-            got = np.frombuffer(b"".join(rows), row)
-            bad = np.flatnonzero(got["key"] != np.arange(start, start + len(rows), dtype=np.uint64))
-        if len(bad):
-            raise CorruptDatabase(f"{path}: page record {start + int(bad[0])} missing or damaged (corrupt database)")
-        if len(rows) != n - start:
-            raise CorruptDatabase(f"{path}: {n - start - len(rows)} of {n - start} page records missing "
-                                  "(corrupt database)")
-        return got["record"].copy()
+        entries = cur.iternext()
+        lo = start
+        while lo < n:
+            rows = list(map(b"".join, itertools.islice(entries, min(size, n - lo))))
+            bad = np.flatnonzero(np.fromiter(map(len, rows), np.int64, len(rows)) != row.itemsize)
+            if not len(bad):
+                got = np.frombuffer(b"".join(rows), row)
+                bad = np.flatnonzero(got["key"] != np.arange(lo, lo + len(rows), dtype=np.uint64))
+            if len(bad):
+                raise CorruptDatabase(f"{path}: page record {lo + int(bad[0])} missing or damaged (corrupt database)")
+            if not rows:
+                raise CorruptDatabase(f"{path}: {n - lo} of {n - start} page records missing (corrupt database)")
+            yield lo, got["record"]
+            lo += len(rows)
 
 
 class TableColdRecords:

@@ -100,7 +100,8 @@ class PageRecords:
         if not self.compact:
             if self._pages is None:
                 raise CorruptDatabase(f"{self.path}: the table of page records is missing (corrupt database)")
-            table.load_records(ColdRecords(self._pages, self.snapshot).read_all(txn, n, self.path), slice(0, n))
+            for lo, records in ColdRecords(self._pages, self.snapshot).read_slices(txn, n, self.path):
+                table.load_records(records, slice(lo, lo + len(records)))
         return table
 
     def _upgrade(self, txn: Any, n: int) -> None:
