@@ -19,12 +19,22 @@ frontier, reopens it in a new process (time to the first batch of
 requests) and times ``page_db_check`` on the database. Ctrl-C ends the
 crawl early; what was measured is reported.
 
+``--resume`` continues the crawl of ``--dir DIR`` (closed, or killed) up
+to ``--pages``: the web holds no state, so the crawl goes on where the page
+database stands. With ``--json FILE`` every checkpoint is written to FILE
+as it is reached, and a resumed run keeps the checkpoints FILE holds from
+earlier runs in DIR: the table then covers the whole crawl, each row
+measured by the process that reached it (the first row after a resume
+counts its marginal figures from the reopened frontier's).
+
     python benchmarks/scale.py                        # to 100M known pages
     python benchmarks/scale.py --pages 2000000        # checkpoints at 1M and 2M
     python benchmarks/scale.py --pages 200000 --checkpoints 50000 100000 200000
     python benchmarks/scale.py --generator-only --pages 20000000   # the web alone: flat RSS
     python benchmarks/scale.py --serve-frontier       # serve-frontier + fake spiders to 10M
     python benchmarks/scale.py --pages 300000 --set LINKRANK_SYNC=False --json out.json
+    python benchmarks/scale.py --pages 50000000 --dir DIR --json out.json            # then:
+    python benchmarks/scale.py --pages 100000000 --dir DIR --json out.json --resume  # on to 100M
 
 Rates count only the time spent in the frontier's calls (wall time is in
 the JSON); the rate at each checkpoint is also given relative to the first
@@ -100,7 +110,8 @@ class Crawl:
     """The crawl loop and its checkpoints (``core`` None: the web alone,
     pages taken in breadth-first order)."""
 
-    def __init__(self, core, web: BroadWeb, path: str | None, points: list[int], batch: int, echo=print):
+    def __init__(self, core, web: BroadWeb, path: str | None, points: list[int], batch: int, echo=print,
+                 saved=None):
         from frontera_linkrank.core.codec import OutgoingRequest
 
         self.core, self.web, self.path, self.batch, self.echo = core, web, path, batch, echo
@@ -112,6 +123,17 @@ class Crawl:
         self.max_depth = 0
         self.peak_anon = 0  # RssAnon sampled after every next_requests (the kernel keeps no peak of it)
         self.start = {**memory(), "wall": time.perf_counter(), "core": 0.0, "known": 0, "crawled": 0}
+        self.saved = saved or (lambda rows: None)  # called with the rows at every checkpoint
+
+    def resume(self, open_s: float) -> None:
+        """Go on from the pages the reopened frontier knows (its open timed)."""
+        known = int(self.core.stats()["pages"])
+        if (known - 1) % 5:
+            raise SystemExit(f"{self.path}: {known:,} known pages is no state of this benchmark's crawl")
+        self.crawled = (known - 1) // 5
+        self.core_s = open_s
+        self.start.update(memory(), known=known, crawled=self.crawled, wall=time.perf_counter(), core=0.0)
+        self.points = [p for p in self.points if p > known]
 
     def known(self) -> int:
         return 1 + 5 * self.crawled  # every page has 5 new pages (checked against the core's count)
@@ -131,7 +153,7 @@ class Crawl:
         return requests
 
     def run(self) -> None:
-        if self.core is not None:
+        if self.core is not None and not self.crawled:
             self.seed()
         with StopOnInterrupt() as interrupted:
             while self.points and not interrupted():
@@ -180,6 +202,7 @@ class Crawl:
         prev = self.rows[-1] if self.rows else self.start
         derive(row, prev, timed=self.core is not None)
         self.rows.append(row)
+        self.saved(self.rows)
         self.echo(progress_line(row), flush=True)
 
 
@@ -234,17 +257,29 @@ def run_core(args, points: list[int]) -> dict:
     work = args.dir or tempfile.mkdtemp(prefix="lr-scale-")
     path = os.path.join(work, "db")
     result: dict = {"mode": "core", "settings": args.set, "batch": args.batch}
+    earlier = earlier_rows(args, path)
+
+    def saved(rows: list[dict]) -> None:
+        if args.json:
+            write_json(args.json, {**result, "checkpoints": earlier + rows})
+
     try:
         before = memory()
+        t = time.perf_counter()
         core = FrontierCore(settings_of(path, args.set))
-        crawl = Crawl(core, BroadWeb(), path, points, args.batch)
+        crawl = Crawl(core, BroadWeb(), path, points, args.batch, saved=saved)
         crawl.start.update(before)  # the interpreter and the libraries: RSS before the frontier
         result["start"] = {k: crawl.start[k] for k in ("rss", "anon", "file")}
+        if args.resume:
+            crawl.resume(time.perf_counter() - t)
+            result["resumed"] = {"known": crawl.start["known"], "open_s": crawl.core_s,
+                                 **{k: crawl.start[k] for k in ("rss", "anon", "file")}}
+            print(f"resumed at {crawl.start['known']:,} known pages (opened in {crawl.core_s:.1f} s)", flush=True)
         crawl.run()
         t = time.perf_counter()
         core.close()
         result["close_s"] = time.perf_counter() - t
-        result["checkpoints"] = crawl.rows
+        result["checkpoints"] = earlier + crawl.rows
         if args.no_reopen:
             return result
         result.update(after_crawl(path, args.set, args.batch, not args.no_check))
@@ -252,6 +287,27 @@ def run_core(args, points: list[int]) -> dict:
         if not args.keep and not args.dir:
             shutil.rmtree(work, ignore_errors=True)
     return result
+
+
+def earlier_rows(args, path: str) -> list[dict]:
+    """The checkpoints of earlier runs in the directory a resumed run goes on
+    with (from its ``--json`` file), or none."""
+    if not args.resume:
+        return []
+    if not args.dir or not os.path.isdir(path):
+        raise SystemExit("--resume needs --dir DIR holding the page database of an earlier run")
+    if not args.json or not os.path.exists(args.json):
+        return []
+    with open(args.json) as f:
+        rows = json.load(f).get("checkpoints") or []
+    return [r for r in rows if isinstance(r, dict) and isinstance(r.get("known"), int)]
+
+
+def write_json(name: str, result: dict) -> None:
+    """Replace ``name`` with ``result`` (whole, or the old file stays)."""
+    with open(name + ".part", "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(name + ".part", name)
 
 
 def run_generator(args, points: list[int]) -> dict:
@@ -273,6 +329,8 @@ def main(argv=None):
     ap.add_argument("--json", metavar="FILE", help="write every figure to FILE")
     ap.add_argument("--dir", help="work in this directory (kept) instead of a temporary one")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--resume", action="store_true",
+                    help="go on with the crawl of --dir DIR (its --json checkpoints kept) up to --pages")
     ap.add_argument("--no-reopen", action="store_true", help="skip reopening and checking after the crawl")
     ap.add_argument("--no-check", action="store_true", help="skip page_db_check after the crawl")
     ap.add_argument("--generator-only", action="store_true",
@@ -302,8 +360,7 @@ def main(argv=None):
 
     print_report(result)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+        write_json(args.json, result)
 
 
 if __name__ == "__main__":

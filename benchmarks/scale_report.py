@@ -109,6 +109,11 @@ def print_report(result: dict) -> None:
         what = {"serve": "before serve-frontier opened", "core": "before the frontier opened"}.get(mode, "at the start")
         print(f"RSS {what}: {start['rss'] / MiB:,.0f} MiB (anon {start['anon'] / MiB:,.0f}, "
               f"file {start['file'] / MiB:,.0f}); marginal figures of the first checkpoint count from there")
+    resumed = result.get("resumed")
+    if resumed:
+        print(f"resumed at {resumed['known']:,} known pages: opened in {resumed['open_s']:.1f} s, RSS then "
+              f"{resumed['rss'] / MiB:,.0f} MiB (anon {resumed['anon'] / MiB:,.0f}); the rows after it are that "
+              "process's, their marginal figures count from there")
     if not rows:
         print("no checkpoint reached")
         return

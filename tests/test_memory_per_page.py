@@ -92,3 +92,24 @@ def test_marginal_memory_per_known_page(scale_run):
 def test_marginal_memory_per_known_page_reaches_the_target(scale_run):
     first, last = scale_run["checkpoints"]
     assert last["marginal_anon"] <= TARGET, _failure(first, last, TARGET)
+
+
+def test_a_resumed_run_goes_on_where_the_database_stands(tmp_path):
+    """``--resume`` continues a closed crawl: the pages it knew, no seed
+    again, the earlier checkpoints kept in the JSON, and the database checks
+    whole at the end."""
+    out = tmp_path / "scale.json"
+    common = ["--set", "LINKRANK_SYNC=False", "--dir", str(tmp_path / "crawl"), "--json", str(out)]
+    for pages, point, extra in ((20_001, 10_001, ["--no-reopen"]), (40_001, 30_001, ["--resume"])):
+        done = subprocess.run([sys.executable, BENCHMARK, "--pages", str(pages), "--checkpoints", str(point),
+                               *common, *extra], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        if "--resume" not in extra:
+            closed = json.loads(out.read_text())["checkpoints"][-1]
+    result = json.loads(out.read_text())
+    rows = result["checkpoints"]
+    assert [r["checkpoint"] for r in rows] == [10_001, 20_001, 30_001, 40_001]
+    assert all(r["known"] == r["predicted_known"] == 1 + 5 * r["crawled"] for r in rows)
+    assert rows[1] == closed and result["resumed"]["known"] == closed["known"]
+    assert rows[2]["crawled"] > closed["crawled"]
+    assert result["check_status"] == 0, result["check_output"]
