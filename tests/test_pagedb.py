@@ -107,6 +107,46 @@ def test_a_tool_reads_every_field_in_slices_as_it_would_whole(make_backend, tmp_
         PageDB(path, readonly=True)
 
 
+def test_the_page_record_log_is_written_in_values_that_fit_a_page(tmp_path):
+    """A commit's changed records go to the log in values of at most
+    ``PART`` records, each under the size LMDB keeps in a B-tree page (a
+    larger one needs a run of contiguous free pages, found by scanning the
+    free list); a log whose older entry was written whole reads the same."""
+    from frontera_linkrank.storage.pagelog import PART, pack_entry, parse_entry
+
+    path = tmp_path / "db"
+    urls = [f"http://a.test/{i}" for i in range(1000)]
+    with PageDB(path, sync=False, compact=True) as db:
+        db.add_pages([hashlib.sha1(u.encode()).digest() for u in urls], urls, [db.host_id("a.test")] * 1000)
+        db.commit()
+        db.vertices.cash[:200] = np.arange(200) / 1000
+        db.touch(np.arange(200))
+        db.commit()
+    env = lmdb.open(str(path), max_dbs=32)
+    with env.begin(write=True) as txn:
+        vlog = env.open_db(b"vlog", txn=txn)
+        items = [(bytes(k), bytes(v)) for k, v in txn.cursor(db=vlog)]
+        assert [len(k) for k, _ in items] == [12] * 4 and all(len(v) <= 2038 - 8 - 12 for _, v in items)
+        parsed = [parse_entry(v) for _, v in items]
+        assert [len(i) for i, _ in parsed] == [PART, PART, PART, 200 - 3 * PART]
+        # The same records as one value under the sequence number alone, as written before parts.
+        whole = pack_entry(np.concatenate([i for i, _ in parsed]), np.concatenate([r for _, r in parsed]))
+        txn.drop(vlog, delete=False)
+        txn.put(items[0][0][:8], whole, db=vlog)
+    env.close()
+    with PageDB(path, sync=False, compact=True) as db:
+        np.testing.assert_array_equal(db.vertices.cash[:200], np.arange(200) / 1000)
+        db.vertices.cash[100:300] = 0.5
+        db.touch(np.arange(100, 300))
+        db.commit()
+    with PageDB(path, readonly=True) as db, db.snapshot() as txn:
+        assert [len(bytes(k)) for k, _ in txn.cursor(db=db.dbs[b"vlog"])] == [8] + [12] * 4
+        expected = np.zeros(1000)
+        expected[:100] = np.arange(100) / 1000
+        expected[100:300] = 0.5
+        np.testing.assert_array_equal(db.vertices.cash[:1000], expected)
+
+
 def test_refuses_a_directory_that_is_not_a_page_database(tmp_path):
     d = tmp_path / "photos"
     d.mkdir()

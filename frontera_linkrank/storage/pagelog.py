@@ -8,9 +8,11 @@ page (:mod:`.coldrecords`). Schema 2 databases kept whole records here
 
 ``vertices`` holds the checkpoint: packed records,
 :data:`CHUNK` pages per value, keyed by chunk number. ``vlog`` holds the
-records changed since, one value per commit, keyed by a sequence number:
-``b"LRvlog01", k (u8)``, then ``k`` page indices (u4, padded to 8 bytes)
-and their ``k`` records.
+records changed since, in entries of at most :data:`PART` records keyed
+by the commit's sequence number and the entry's number in the commit
+(u8 and u4, big-endian; a database written before parts has one entry a
+commit, keyed by the sequence number alone): ``b"LRvlog01", k (u8)``,
+then ``k`` page indices (u4, padded to 8 bytes) and their ``k`` records.
 
 Why a log: a crawled page changes the cash of each page it links to, so a
 batch touches records all over the table. LMDB copies every B-tree page a
@@ -20,6 +22,13 @@ Appending the changed records as one value per commit costs a sequential
 write of their bytes instead, and a checkpoint now and then rewrites the
 table in large chunks (when the log outgrows both the table and the
 ``checkpoint_bytes`` given).
+
+A commit's log entry is written as several values of at most
+:data:`PART` records, keyed by sequence number and part: a value that
+fits in a B-tree page is written in place, where a larger one needs a run
+of contiguous free pages, and LMDB finds such a run by scanning its free
+list, which grows with the database (the log itself, dropped at every
+checkpoint, frees hundreds of thousands of pages at once).
 """
 
 import struct
@@ -34,6 +43,9 @@ from .keys import page_key
 from .vertices import HOT_RECORD, VertexTable
 
 CHUNK = 4096  # pages per checkpoint value
+# Records per log value: with its 12-byte key, a value of 60 hot records
+# (1,936 bytes) stays under the 2,038 bytes LMDB keeps in a 4 KiB page.
+PART = 60
 _VLOG = struct.Struct("<8sQ")
 _VLOG_MAGIC = b"LRvlog01"
 
@@ -63,7 +75,7 @@ def pack_entry(idx: np.ndarray, recs: np.ndarray) -> bytes:
 class Plan:
     """What a commit writes to the page records (made by :meth:`PageLog.plan`)."""
 
-    entry: bytes  # log entry of the changed records (b"": none)
+    entries: list[bytes]  # log entries of the changed records, PART records each (none: no change)
     checkpoint: bool  # rewrite the changed chunks and empty the log instead
     chunks: set[int]  # chunks changed since the last checkpoint, this commit's included
     log_bytes: int  # log size after this commit (if no checkpoint)
@@ -135,11 +147,12 @@ class PageLog:
             parts.append(np.atleast_1d(np.asarray(d, np.int64)))
         dirty = unique(np.concatenate(parts))
         chunks = self._chunks | set(unique(dirty // CHUNK).tolist())
-        entry = pack_entry(dirty, self._records(table, dirty)) if len(dirty) else b""
-        log_bytes = self._log_bytes + len(entry)
+        records = self._records(table, dirty)
+        entries = [pack_entry(dirty[a : a + PART], records[a : a + PART]) for a in range(0, len(dirty), PART)]
+        log_bytes = self._log_bytes + sum(map(len, entries))
         checkpoint = log_bytes > max(self.checkpoint_bytes, n * self.record.itemsize)
-        seq = 0 if checkpoint else seq + (1 if entry else 0)
-        return Plan(entry, checkpoint, chunks, log_bytes, seq)
+        seq = 0 if checkpoint else seq + (1 if entries else 0)
+        return Plan(entries, checkpoint, chunks, log_bytes, seq)
 
     def write(self, txn: Any, table: VertexTable, plan: Plan) -> None:
         """Write ``plan`` in the write transaction ``txn``."""
@@ -151,8 +164,10 @@ class PageLog:
                 items.append((page_key(c), self._records(table, slice(lo, hi)).tobytes()))
             txn.cursor(self.vertices_db).putmulti(items)
             txn.drop(self.vlog_db, delete=False)
-        elif plan.entry:
-            txn.put(page_key(plan.seq - 1), plan.entry, db=self.vlog_db, append=True)
+        elif plan.entries:
+            key = page_key(plan.seq - 1)
+            txn.cursor(self.vlog_db).putmulti([(key + part.to_bytes(4, "big"), entry)
+                                               for part, entry in enumerate(plan.entries)], append=True)
 
     def _records(self, table: VertexTable, idx: Any) -> np.ndarray:
         recs = table.records(idx)
@@ -179,4 +194,4 @@ def _select(recs: np.ndarray, record: np.dtype) -> np.ndarray:
     return out
 
 
-__all__ = ["CHUNK", "PageLog", "Plan", "pack_entry", "parse_entry"]
+__all__ = ["CHUNK", "PART", "PageLog", "Plan", "pack_entry", "parse_entry"]
