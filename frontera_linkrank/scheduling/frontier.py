@@ -115,7 +115,8 @@ class Frontier:
             self._queued = grown
 
     def _classify(self, hosts):
-        for h in set(hosts.tolist()) - self._classes.keys():
+        # Membership per host of the batch: a set minus a dict's keys walks every key.
+        for h in [h for h in set(hosts.tolist()) if h not in self._classes]:
             c = self.host_class(h)
             self._classes[h] = c
             self._class_used[c] = True
