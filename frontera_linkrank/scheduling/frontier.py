@@ -32,19 +32,24 @@ def _with_heads(head: np.ndarray, pages: np.ndarray, hosts: np.ndarray, keys: np
     every page) when more pages come before them than they are: they were
     stored under other keys."""
     hp, hh, hk = pages[head], hosts[head], keys[head]
-    rest = ~head
-    pages, hosts, keys = pages[rest], hosts[rest], keys[rest]
-    size = int(max(hosts.max() if len(hosts) else 0, hh.max())) + 1
+    size = int(hosts.max()) + 1
     last = np.full(size, np.inf)  # each host's last head entry (heap order: lowest key, then highest page)
     np.minimum.at(last, hh, hk)
     last_page = np.full(size, -1, np.int64)
     at = hk == last[hh]
     np.maximum.at(last_page, hh[at], hp[at])
-    before = (keys > last[hosts]) | ((keys == last[hosts]) & (pages < last_page[hosts]))
-    if before.sum() > len(hp):
-        return None, np.r_[hp, pages], np.r_[hh, hosts], np.r_[hk, keys]
-    heads = (np.r_[hp, pages[before]], np.r_[hh, hosts[before]], np.r_[hk, keys[before]])
-    return heads, pages[~before], hosts[~before], keys[~before]
+    # One gather of every page's host bound; pages tied with it (few) compare pages too.
+    bound = last[hosts]
+    before = keys > bound
+    tied = np.flatnonzero(keys == bound)
+    before[tied] = pages[tied] < last_page[hosts[tied]]
+    del bound, tied
+    before &= ~head
+    if int(before.sum()) > len(hp):
+        return None, pages, hosts, keys
+    before |= head
+    rest = ~before
+    return (pages[before], hosts[before], keys[before]), pages[rest], hosts[rest], keys[rest]
 
 
 class HostLists(Protocol):
