@@ -25,7 +25,8 @@ database stands. With ``--json FILE`` every checkpoint is written to FILE
 as it is reached, and a resumed run keeps the checkpoints FILE holds from
 earlier runs in DIR: the table then covers the whole crawl, each row
 measured by the process that reached it (the first row after a resume
-counts its marginal figures from the reopened frontier's).
+counts its marginal figures from the reopened frontier's, and its rate
+leaves out the open, which is reported apart).
 
     python benchmarks/scale.py                        # to 100M known pages
     python benchmarks/scale.py --pages 2000000        # checkpoints at 1M and 2M
@@ -125,13 +126,13 @@ class Crawl:
         self.start = {**memory(), "wall": time.perf_counter(), "core": 0.0, "known": 0, "crawled": 0}
         self.saved = saved or (lambda rows: None)  # called with the rows at every checkpoint
 
-    def resume(self, open_s: float) -> None:
-        """Go on from the pages the reopened frontier knows (its open timed)."""
+    def resume(self) -> None:
+        """Go on from the pages the reopened frontier knows (the open is
+        timed apart: a segment's rate is that of crawling)."""
         known = int(self.core.stats()["pages"])
         if (known - 1) % 5:
             raise SystemExit(f"{self.path}: {known:,} known pages is no state of this benchmark's crawl")
         self.crawled = (known - 1) // 5
-        self.core_s = open_s
         self.start.update(memory(), known=known, crawled=self.crawled, wall=time.perf_counter(), core=0.0)
         self.points = [p for p in self.points if p > known]
 
@@ -271,10 +272,11 @@ def run_core(args, points: list[int]) -> dict:
         crawl.start.update(before)  # the interpreter and the libraries: RSS before the frontier
         result["start"] = {k: crawl.start[k] for k in ("rss", "anon", "file")}
         if args.resume:
-            crawl.resume(time.perf_counter() - t)
-            result["resumed"] = {"known": crawl.start["known"], "open_s": crawl.core_s,
+            open_s = time.perf_counter() - t
+            crawl.resume()
+            result["resumed"] = {"known": crawl.start["known"], "open_s": open_s,
                                  **{k: crawl.start[k] for k in ("rss", "anon", "file")}}
-            print(f"resumed at {crawl.start['known']:,} known pages (opened in {crawl.core_s:.1f} s)", flush=True)
+            print(f"resumed at {crawl.start['known']:,} known pages (opened in {open_s:.1f} s)", flush=True)
         crawl.run()
         t = time.perf_counter()
         core.close()
