@@ -213,9 +213,7 @@ class FrontierCore:
         ``meta``, ``status_code``, ``headers``, ``body``, ``request``); its
         links may follow in :meth:`links_found`."""
         now = self.clock()
-        # Commit the batch so far *before* recording this page, whose links
-        # are still to come.
-        self._maybe_commit(now)
+        self._maybe_commit(now)  # the batch so far, *before* this page, whose links are still to come
         if self.stopped is not None:
             return
         status = http_status(response.status_code)
@@ -348,16 +346,17 @@ class FrontierCore:
                 self.counters.add("refreshes_out", len(refresh))
             if self.on_leased is not None:
                 self.on_leased(pages)
+        fps = self.db.fingerprints_of(pages) if pages else None  # in memory until the commit writes them
         self._commit()
         # Leases that did not reach the disk are not handed out.
-        return self._requests(pages) if self.stopped is None else []
+        return self._requests(pages, fps) if self.stopped is None else []
 
     def requests(self, pages: list[int]) -> list:
         """Requests for ``pages`` as :meth:`next_requests` hands them out
         (a frontier service republishing the leases a broker lost)."""
         return self._requests(pages)
 
-    def _requests(self, pages: list[int]) -> list:
+    def _requests(self, pages: list[int], fps: np.ndarray | None = None) -> list:
         if not pages:
             return []
         db, v = self.db, self.db.vertices
@@ -370,8 +369,9 @@ class FrontierCore:
             if self.recrawler is not None:
                 want = (v.flags[idx] & (F_REFRESH | F_VALIDATORS)) == (F_REFRESH | F_VALIDATORS)
                 conditional = self.recrawler.conditional_headers(idx[want].tolist(), txn)
-        pages, urls = self.registry.usable_parts(pages, urls, extras)
-        raw = self.db.fingerprints_of(pages)
+        kept, urls = self.registry.usable_parts(pages, urls, extras)
+        raw = self.db.fingerprints_of(kept) if fps is None else fps[np.isin(pages, kept)]
+        pages = kept
         self.db.handed_out(pages, raw)
         fps = raw.tobytes().hex().encode("ascii")
         return build_requests(self.request_factory, urls, fps, v.depth[pages].tolist(), extras, conditional, pages)
