@@ -16,9 +16,9 @@ then ``k`` page indices (u4, padded to 8 bytes) and their ``k`` records.
 
 Why a log: a crawled page changes the cash of each page it links to, so a
 batch touches records all over the table. LMDB copies every B-tree page a
-transaction modifies; with one key per page, 10,000 scattered updates cost
-~17 µs each with fsync (measured, ``benchmarks/ingest.py`` notes).
-Appending the changed records as one value per commit costs a sequential
+transaction modifies; with one key per page, scattered updates copy about
+a B-tree page each (the measurement is in ``docs/storage.md``).
+Appending the changed records at each commit costs a sequential
 write of their bytes instead, and a checkpoint now and then rewrites the
 table in large chunks (when the log outgrows both the table and the
 ``checkpoint_bytes`` given).
