@@ -12,7 +12,7 @@ in a page need no run.
 This benchmark makes an environment with a fragmented free list (half of
 ``--filler`` values of 1,500 bytes deleted at random), then commits, in
 alternating rounds, the same 180 KB either as one value or as values of
-at most 1,936 bytes (the log's parts), fsync on, and prints the time per
+at most a page log value's size (1,936 bytes), fsync on, and prints the time per
 commit of each and their ratio, measured in the same run:
 
     python benchmarks/lmdb_values.py                  # 400,000 filler values
@@ -29,8 +29,13 @@ import tempfile
 import time
 
 import lmdb
+import numpy as np
 
-PART_BYTES = 1936  # 60 hot records with their indices and header (storage/pagelog.py: PART)
+from frontera_linkrank.storage.pagelog import PART, pack_entry
+from frontera_linkrank.storage.vertices import HOT_RECORD
+
+# The size of one value of the page log: PART hot records, their indices and the header.
+PART_BYTES = len(pack_entry(np.zeros(PART, np.int64), np.zeros(PART, HOT_RECORD)))
 
 
 def fragmented_env(path: str, filler: int, seed: int = 1):
@@ -85,7 +90,7 @@ def main(argv=None) -> None:
         payload = os.urandom(args.bytes)
         seq = 0
         totals = {"one value": 0.0, "parts": 0.0}
-        print("| round | one value, ms/commit | parts of 1,936 bytes, ms/commit | ratio |")
+        print(f"| round | one value, ms/commit | parts of {PART_BYTES:,} bytes, ms/commit | ratio |")
         print("|---|---|---|---|")
         for r in range(args.rounds):
             got = {}
