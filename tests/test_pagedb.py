@@ -18,7 +18,7 @@ from frontera_linkrank.storage.keys import page_key
 from frontera_linkrank.storage.pagedb import VISIT, PageDB, PageDBError, WriterLockedError
 from frontera_linkrank.storage.sidetable import Json, RecordLog
 from frontera_linkrank.storage.vertices import FIELD_NAMES
-from util import crawl, page_index, req
+from util import crawl, crawl_graph, page_index, req, url
 
 LONG = "http://example.com/" + "x" * 1500 + "?q=" + "y" * 200  # well past LMDB's 511-byte keys
 ODD_URLS = [
@@ -145,6 +145,80 @@ def test_the_page_record_log_is_written_in_values_that_fit_a_page(tmp_path):
         expected[:100] = np.arange(100) / 1000
         expected[100:300] = 0.5
         np.testing.assert_array_equal(db.vertices.cash[:1000], expected)
+
+
+def test_a_crawl_that_closes_leaves_no_record_log(make_backend, tmp_path, monkeypatch):
+    """The last commit folds the page record log into the checkpoint: the
+    next open reads the table in chunks of contiguous pages, not in small
+    values all over the file, and reads the records the crawl committed."""
+    from frontera_linkrank.storage.vertices import HOT_RECORD
+
+    committed = {}
+    commit = PageDB.commit
+
+    def recording_commit(self, sections=None, checkpoint=False):
+        commit(self, sections, checkpoint)
+        committed.update({name: getattr(self.vertices, name)[: self.n_pages].copy() for name in HOT_RECORD.names})
+
+    monkeypatch.setattr(PageDB, "commit", recording_commit)
+    b = make_backend()
+    adjacency = {url(i): [url(3 * i + k) for k in (1, 2, 3)] for i in range(400)}
+    crawl_graph(b, adjacency, [url(0)], batch=20, max_pages=300)
+
+    def log_entries(db):
+        with db.snapshot() as txn:
+            return sum(1 for _ in txn.cursor(db=db.dbs[b"vlog"]))
+
+    assert log_entries(b.db) > 0  # commits of the crawl logged their records
+    b.frontier_stop()
+    records = dict(committed)
+    with PageDB(tmp_path / "db", readonly=True) as db:
+        assert log_entries(db) == 0
+        for name, values in records.items():
+            np.testing.assert_array_equal(getattr(db.vertices, name)[: db.n_pages], values, err_msg=name)
+
+
+def test_bulk_reads_advise_the_map_ranges_they_read_next(tmp_path, monkeypatch):
+    """A bulk read (checkpoint chunks, stored vectors, link blocks) asks the
+    kernel for the pages of each value before it copies it, and reads the
+    same values, in the same order, as a plain read."""
+    from frontera_linkrank.storage import readahead
+
+    calls = []
+    monkeypatch.setattr(readahead, "_MADVISE", lambda lo, n, advice: calls.append((lo, lo + n, advice)))
+    env = lmdb.open(str(tmp_path / "env"), readahead=False)
+    values = [bytes([i]) * (100_000 + 4096 * i) for i in range(12)]
+    with env.begin(write=True) as txn:
+        for i, v in enumerate(values):
+            txn.put(page_key(i), v)
+    with env.begin(buffers=True) as txn:
+        items = list(txn.cursor())
+        read = []
+        for key, buf in readahead.read_ahead(items, window=300_000):
+            lo = np.frombuffer(buf, np.uint8).ctypes.data
+            # Advised before it is read: some call's range covers the whole value.
+            assert any(a <= lo and lo + len(buf) <= b and advice == 3 for a, b, advice in calls)
+            read.append((bytes(key), bytes(buf)))
+        assert read == [(page_key(i), v) for i, v in enumerate(values)]
+        assert 1 < len(calls) < 3 * len(values)  # in windows, not all up front
+    env.close()
+    # Link blocks read whole (a ranking's, a reopen's) go through it; the same blocks either way.
+    store_env = lmdb.open(str(tmp_path / "edges"), max_dbs=1)
+    store = EdgeStore(store_env.open_db(b"edges"))
+    for k in range(5):
+        for j in range(10):
+            store.add(10 * k + j, np.arange(j % 4) + 100 * k)
+        with store_env.begin(write=True) as txn:
+            installed, _ = store.write(txn)
+        installed()
+    calls.clear()
+    with store_env.begin(buffers=True) as txn:
+        plain = [(b.src.tolist(), b.dst.tolist()) for b in store.iter_blocks(txn, newest_first=True)]
+        assert not calls
+        whole = [(b.src.tolist(), b.dst.tolist()) for b in store.iter_blocks(txn, newest_first=True, whole=True)]
+        assert calls
+    assert whole == plain and len(plain) >= 2
+    store_env.close()
 
 
 def test_refuses_a_directory_that_is_not_a_page_database(tmp_path):

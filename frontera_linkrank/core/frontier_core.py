@@ -395,7 +395,7 @@ class FrontierCore:
             self.batch.apply()
             self._commit()
 
-    def _commit(self) -> None:
+    def _commit(self, checkpoint: bool = False) -> None:
         if self.stopped is not None:
             return
         meta = {
@@ -407,7 +407,7 @@ class FrontierCore:
             meta["recrawl"] = self.recrawler.state_dict()
         self.status.update()
         try:
-            self.db.commit(meta)
+            self.db.commit(meta, checkpoint)
         except WriteError as e:
             self._stop(e)
             return
@@ -442,7 +442,7 @@ class FrontierCore:
         if self.db.env is not None:
             if self.stopped is None:
                 self.status.force()
-                self._commit()
+                self._commit(checkpoint=True)  # the next open reads no log
             self.db.close()
 
     # -- reporting ----------------------------------------------------------------------------------

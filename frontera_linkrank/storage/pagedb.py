@@ -401,11 +401,13 @@ class PageDB(FeatureTables, PageRecords):
         return contextlib.nullcontext(txn) if txn is not None else self.snapshot()
 
     # -- commit -------------------------------------------------------------------------
-    def commit(self, sections: Mapping[str, Any] | None = None) -> None:
+    def commit(self, sections: Mapping[str, Any] | None = None, checkpoint: bool = False) -> None:
         """Write the current batch in one transaction and make it durable.
 
         ``sections`` (``{name: JSON value}``) set metadata sections, after
-        those of their registered owners (:meth:`own_meta_section`). The
+        those of their registered owners (:meth:`own_meta_section`).
+        ``checkpoint``: fold the page record log into the checkpoint
+        (:mod:`.pagelog`), as a crawl's last commit does. The
         LMDB map doubles and the write is retried whenever it is full, so
         callers never see ``MapFullError``.
 
@@ -420,7 +422,7 @@ class PageDB(FeatureTables, PageRecords):
             raise PageDBError(f"{self.path}: read-only page database")
         doc = self._meta.next(sections)
         n = self.vertices.n
-        plan = self._log.plan(self.vertices, self._committed_n, int(doc.get("vlog_seq", 0)))
+        plan = self._log.plan(self.vertices, self._committed_n, int(doc.get("vlog_seq", 0)), checkpoint)
         doc["n_pages"] = n
         doc["host_lists"] = 1
         cold = None if self.compact else self._cold_items(n)

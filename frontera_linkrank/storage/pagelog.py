@@ -40,6 +40,7 @@ import numpy as np
 from ..numeric import unique
 from .errors import CorruptDatabase
 from .keys import page_key
+from .readahead import read_ahead
 from .vertices import HOT_RECORD, VertexTable
 
 CHUNK = 4096  # pages per checkpoint value
@@ -112,7 +113,7 @@ class PageLog:
         records as of the snapshot ``txn``."""
         n = table.n
         covered = np.zeros(n, bool)
-        for key, buf in txn.cursor(self.vertices_db):
+        for key, buf in read_ahead(list(txn.cursor(self.vertices_db))):
             lo = int.from_bytes(bytes(key), "big") * CHUNK
             if len(buf) % self.record.itemsize:
                 raise CorruptDatabase(f"{path}: page table chunk of {len(buf)} bytes (corrupt database)")
@@ -137,10 +138,12 @@ class PageLog:
         """Mark pages (an index or an array of indices) changed in this batch."""
         self._touched.append(idx)
 
-    def plan(self, table: VertexTable, first_new: int, seq: int) -> Plan:
+    def plan(self, table: VertexTable, first_new: int, seq: int, fold: bool = False) -> Plan:
         """What to write for this batch: the pages touched and the pages
         from ``first_new`` on (added since the last commit); ``seq`` is the
-        committed ``vlog_seq``."""
+        committed ``vlog_seq``. ``fold``: a checkpoint whatever the log's
+        size (a closing crawl: the next open reads the table in chunks of
+        contiguous pages instead of a log of small values all over the file)."""
         n = table.n
         parts = [np.arange(first_new, n, dtype=np.int64)]
         for d in self._touched:
@@ -150,7 +153,7 @@ class PageLog:
         records = self._records(table, dirty)
         entries = [pack_entry(dirty[a : a + PART], records[a : a + PART]) for a in range(0, len(dirty), PART)]
         log_bytes = self._log_bytes + sum(map(len, entries))
-        checkpoint = log_bytes > max(self.checkpoint_bytes, n * self.record.itemsize)
+        checkpoint = fold or log_bytes > max(self.checkpoint_bytes, n * self.record.itemsize)
         seq = 0 if checkpoint else seq + (1 if entries else 0)
         return Plan(entries, checkpoint, chunks, log_bytes, seq)
 
