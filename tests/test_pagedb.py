@@ -178,47 +178,41 @@ def test_a_crawl_that_closes_leaves_no_record_log(make_backend, tmp_path, monkey
             np.testing.assert_array_equal(getattr(db.vertices, name)[: db.n_pages], values, err_msg=name)
 
 
-def test_bulk_reads_advise_the_map_ranges_they_read_next(tmp_path, monkeypatch):
-    """A bulk read (checkpoint chunks, stored vectors, link blocks) asks the
-    kernel for the pages of each value before it copies it, and reads the
-    same values, in the same order, as a plain read."""
+def test_an_open_reads_the_map_with_readahead_and_leaves_it_random(tmp_path, monkeypatch):
+    """The map is without readahead (lookups all over the file); an open,
+    which reads whole tables, lets the kernel read around its faults on
+    that map, and sets it back to random access when it is done."""
+    from frontera_linkrank.core.frontier_core import FrontierCore
+    from frontera_linkrank.settings import LinkRankSettings
     from frontera_linkrank.storage import readahead
 
     calls = []
     monkeypatch.setattr(readahead, "_MADVISE", lambda lo, n, advice: calls.append((lo, lo + n, advice)))
-    env = lmdb.open(str(tmp_path / "env"), readahead=False)
-    values = [bytes([i]) * (100_000 + 4096 * i) for i in range(12)]
-    with env.begin(write=True) as txn:
-        for i, v in enumerate(values):
-            txn.put(page_key(i), v)
-    with env.begin(buffers=True) as txn:
-        items = list(txn.cursor())
-        read = []
-        for key, buf in readahead.read_ahead(items, window=300_000):
-            lo = np.frombuffer(buf, np.uint8).ctypes.data
-            # Advised before it is read: some call's range covers the whole value.
-            assert any(a <= lo and lo + len(buf) <= b and advice == 3 for a, b, advice in calls)
-            read.append((bytes(key), bytes(buf)))
-        assert read == [(page_key(i), v) for i, v in enumerate(values)]
-        assert 1 < len(calls) < 3 * len(values)  # in windows, not all up front
-    env.close()
-    # Link blocks read whole (a ranking's, a reopen's) go through it; the same blocks either way.
-    store_env = lmdb.open(str(tmp_path / "edges"), max_dbs=1)
-    store = EdgeStore(store_env.open_db(b"edges"))
-    for k in range(5):
-        for j in range(10):
-            store.add(10 * k + j, np.arange(j % 4) + 100 * k)
-        with store_env.begin(write=True) as txn:
-            installed, _ = store.write(txn)
-        installed()
+    path = tmp_path / "db"
+    urls = [f"http://a.test/{i}" for i in range(100)]
+    with PageDB(path, sync=False, compact=True) as db:
+        db.add_pages([hashlib.sha1(u.encode()).digest() for u in urls], urls, [db.host_id("a.test")] * 100)
+        db.commit()
+        assert [c[2] for c in calls] == [readahead.MADV_NORMAL, readahead.MADV_RANDOM]  # the open's reload
+        calls.clear()
+        with db.bulk_reads(), db.snapshot() as txn:
+            value = next(iter(txn.cursor(db=db.dbs[b"vertices"])))[1]
+            at = np.frombuffer(value, np.uint8).ctypes.data
+            assert [c[2] for c in calls] == [readahead.MADV_NORMAL]
+            assert any(lo <= at < hi for lo, hi, _ in calls)  # the range is the map's
+        assert [c[2] for c in calls] == [readahead.MADV_NORMAL, readahead.MADV_RANDOM]
+        assert calls[0][:2] == calls[1][:2]
     calls.clear()
-    with store_env.begin(buffers=True) as txn:
-        plain = [(b.src.tolist(), b.dst.tolist()) for b in store.iter_blocks(txn, newest_first=True)]
-        assert not calls
-        whole = [(b.src.tolist(), b.dst.tolist()) for b in store.iter_blocks(txn, newest_first=True, whole=True)]
-        assert calls
-    assert whole == plain and len(plain) >= 2
-    store_env.close()
+    core = FrontierCore(LinkRankSettings({"LINKRANK_PATH": str(path), "LINKRANK_SYNC": False}))
+    try:
+        advice = [c[2] for c in calls]
+        assert advice and advice[0] == readahead.MADV_NORMAL and advice[-1] == readahead.MADV_RANDOM
+        opened = len(calls)
+        core.next_requests(10)  # handing out: random access
+        assert len(calls) == opened
+    finally:
+        core.close()
+    assert readahead.map_ranges(str(path)) == []  # closed: no mapping left
 
 
 def test_refuses_a_directory_that_is_not_a_page_database(tmp_path):

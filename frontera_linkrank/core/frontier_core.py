@@ -110,14 +110,14 @@ class FrontierCore:
         self.on_leased: Callable[[list[int]], None] | None = None
         self.clock = clock
         self.request_factory = request_factory
-        # The error that stopped the frontier (a commit that could not be
-        # written: disk full), or None. Once set, reports are ignored and
-        # nothing is handed out; the database keeps its last commit.
+        # The error that stopped the frontier (a commit that could not be written: disk full), or None.
+        # Once set, reports are ignored and nothing is handed out; the database keeps its last commit.
         self.stopped: WriteError | None = None
         self.db = db = PageDB(s.PATH, map_size=s.MAP_SIZE, sync=s.SYNC, checkpoint_bytes=s.CHECKPOINT_BYTES,
                               compact=True)
         try:
-            self._open()
+            with db.bulk_reads():  # an open reads whole tables
+                self._open()
         except BaseException:
             db.close()
             raise

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from .errors import CorruptValue
-from .readahead import read_ahead
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # (src, ptr, dst) of a row set
 
@@ -256,19 +255,14 @@ class EdgeStore:
         return installed, seq
 
     # -- read -----------------------------------------------------------------
-    def iter_blocks(self, txn: Any, newest_first: bool = False, whole: bool = False) -> Iterator[Block]:
+    def iter_blocks(self, txn: Any, newest_first: bool = False) -> Iterator[Block]:
         """Parsed blocks of the snapshot ``txn``, oldest first by default.
 
         With a ``buffers=True`` transaction the arrays are views on the map,
-        valid until the transaction ends. ``whole``: the caller reads every
-        block through, so the map is read ahead (:mod:`.readahead`).
+        valid until the transaction ends.
         """
         cur = txn.cursor(self.db)
-        if whole:
-            items = list(cur.iterprev() if newest_first else cur.iternext())
-            for key, buf in read_ahead(items):
-                yield Block.parse(bytes(key), buf)
-        elif newest_first:
+        if newest_first:
             ok = cur.last()
             while ok:
                 yield Block.parse(bytes(cur.key()), cur.value())
@@ -282,7 +276,7 @@ class EdgeStore:
         block's rows that are current (each page's newest row); blocks
         without one are skipped."""
         seen = np.zeros(n_pages, bool)
-        for blk in self.iter_blocks(txn, newest_first=True, whole=True):
+        for blk in self.iter_blocks(txn, newest_first=True):
             fresh = ~seen[blk.src]
             seen[blk.src] = True
             if fresh.any():

@@ -40,7 +40,7 @@ from typing import Any
 import lmdb
 import numpy as np
 
-from . import environment, integrity, vectors
+from . import environment, integrity, readahead, vectors
 from .coldrecords import ColdRecords, TableColdRecords
 from .edges import EdgeStore
 from .environment import TABLES, begin_read
@@ -134,7 +134,8 @@ class PageDB(FeatureTables, PageRecords):
             self.env = integrity.open_checked(self.path, readonly, map_size, sync, full_check)
             self.dbs = environment.open_tables(self.env, self.path, readonly)
             self._open_parts(int(checkpoint_bytes or 0))
-            self.reload()
+            with readahead.bulk(self.path):  # whole tables read
+                self.reload()
             with self.snapshot() as txn:
                 self._check_request_format(txn)
             self._checked = not readonly
@@ -342,6 +343,10 @@ class PageDB(FeatureTables, PageRecords):
         return self._hosts.host_id(name)
 
     # -- reads (any process) ------------------------------------------------------------
+    def bulk_reads(self) -> contextlib.AbstractContextManager[None]:
+        """For reads of whole tables in one thread, such as an open's (:func:`.readahead.bulk`)."""
+        return readahead.bulk(self.path)
+
     def snapshot(self) -> Any:
         """A read transaction (context manager) on the last commit; arrays
         returned by :attr:`edges` methods under it are valid until it ends.
@@ -404,10 +409,8 @@ class PageDB(FeatureTables, PageRecords):
     def commit(self, sections: Mapping[str, Any] | None = None, checkpoint: bool = False) -> None:
         """Write the current batch in one transaction and make it durable.
 
-        ``sections`` (``{name: JSON value}``) set metadata sections, after
-        those of their registered owners (:meth:`own_meta_section`).
-        ``checkpoint``: fold the page record log into the checkpoint
-        (:mod:`.pagelog`), as a crawl's last commit does. The
+        ``sections`` (``{name: JSON value}``) set metadata sections, after those of their registered owners
+        (:meth:`own_meta_section`). ``checkpoint``: fold the page record log into the checkpoint (:mod:`.pagelog`). The
         LMDB map doubles and the write is retried whenever it is full, so
         callers never see ``MapFullError``.
 

@@ -40,7 +40,6 @@ import numpy as np
 from ..numeric import unique
 from .errors import CorruptDatabase
 from .keys import page_key
-from .readahead import read_ahead
 from .vertices import HOT_RECORD, VertexTable
 
 CHUNK = 4096  # pages per checkpoint value
@@ -113,7 +112,7 @@ class PageLog:
         records as of the snapshot ``txn``."""
         n = table.n
         covered = np.zeros(n, bool)
-        for key, buf in read_ahead(list(txn.cursor(self.vertices_db))):
+        for key, buf in txn.cursor(self.vertices_db):
             lo = int.from_bytes(bytes(key), "big") * CHUNK
             if len(buf) % self.record.itemsize:
                 raise CorruptDatabase(f"{path}: page table chunk of {len(buf)} bytes (corrupt database)")

@@ -1,39 +1,39 @@
-"""Reading large values of the map ahead of their use.
+"""The kernel's readahead on the map, for reads of whole tables.
 
-The environment is opened without readahead (:func:`.environment.open_env`):
-a crawl looks up pages all over the file, and a kernel that read ahead of
-each fault would fill the page cache with pages nobody asked for. Without
-it, every page a reader touches for the first time is one synchronous read
-of 4 KiB. Bulk reads (the page table's checkpoint and the stored vectors at
-open, the link blocks a ranking loads) read large values instead, each a
-run of contiguous pages of the map: :func:`read_ahead` tells the kernel
-which runs come next (``madvise(MADV_WILLNEED)``), and it reads them in
-large requests while the caller copies the ones before.
+The environment is opened without readahead (:func:`.environment.open_env`,
+``MADV_RANDOM`` on the map): a crawl looks up pages all over the file, and
+a kernel that read around each fault (8 MiB on some disks) would fill the
+page cache with pages nobody asked for. Without it every page touched for
+the first time is one synchronous read of 4 KiB, and py-lmdb touches every
+page of a value before it returns it. An open reads whole tables of large
+values (the page table's checkpoint, the stored vectors, the link blocks),
+each a run of contiguous pages: one read per page makes that a matter of
+minutes on a file that is not in the page cache. :func:`bulk` lets the
+kernel read around faults while a block of such reads runs, and puts the
+map back to random access after it.
 
-A hint only: where ``madvise`` is not available the values are read as
-before, page by page.
+A hint only: where ``madvise`` or ``/proc/self/maps`` is not available the
+pages are read as before, one at a time.
 
 >>> import lmdb, tempfile
->>> env = lmdb.open(tempfile.mkdtemp(), readahead=False)
+>>> path = tempfile.mkdtemp()
+>>> env = lmdb.open(path, readahead=False)
 >>> with env.begin(write=True) as txn:
 ...     _ = txn.put(b"k", bytes(1 << 20))
->>> with env.begin(buffers=True) as txn:
-...     [len(v) for _, v in read_ahead(list(txn.cursor()))]
-[1048576]
+>>> with bulk(path), env.begin() as txn:
+...     len(txn.get(b"k"))
+1048576
 """
 
+import contextlib
 import ctypes
-import mmap
+import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
-WINDOW = 64 * 1024**2
-"""Bytes of values advised ahead of the one being read."""
-
-_MADV_WILLNEED = 3  # Linux, the BSDs and macOS
+MADV_NORMAL = 0
+MADV_RANDOM = 1
 
 
 def _madvise() -> Any:
@@ -51,42 +51,39 @@ def _madvise() -> Any:
 _MADVISE = _madvise()
 
 
-def advise(bufs: Sequence[Any]) -> None:
-    """Ask the kernel to read the map pages under ``bufs`` (buffers of a
-    ``buffers=True`` transaction) in the background; anything else (bytes
-    already copied) is skipped."""
-    if _MADVISE is None:
-        return
-    ranges = []
-    for buf in bufs:
-        if isinstance(buf, memoryview) and len(buf):
-            lo = np.frombuffer(buf, np.uint8).ctypes.data  # read-only buffers have an address too
-            ranges.append((lo - lo % mmap.PAGESIZE, lo + len(buf)))
-    ranges.sort()
-    merged: list[list[int]] = []
+def map_ranges(path: str) -> list[tuple[int, int]]:
+    """The address ranges of this process's mappings of the environment
+    at ``path`` (its ``data.mdb``); empty where ``/proc`` is not there."""
+    data = os.path.realpath(os.path.join(path, "data.mdb"))
+    out = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and fields[5].rstrip("\n") == data:
+                    lo, hi = (int(x, 16) for x in fields[0].split("-"))
+                    out.append((lo, hi))
+    except OSError:
+        return []
+    return out
+
+
+@contextlib.contextmanager
+def bulk(path: str) -> Iterator[None]:
+    """While the block runs, faults on the map of the environment at
+    ``path`` read around them (``MADV_NORMAL``); random access after.
+
+    For one thread reading whole tables, before others use the map: the
+    setting is the mapping's, so lookups in other threads read around
+    their faults too while it lasts."""
+    ranges = map_ranges(path) if _MADVISE is not None else []
     for lo, hi in ranges:
-        if merged and lo <= merged[-1][1] + mmap.PAGESIZE:
-            merged[-1][1] = max(merged[-1][1], hi)
-        else:
-            merged.append([lo, hi])
-    for lo, hi in merged:
-        _MADVISE(lo, hi - lo, _MADV_WILLNEED)  # a hint: its failure changes nothing
+        _MADVISE(lo, hi - lo, MADV_NORMAL)  # a hint: its failure changes nothing
+    try:
+        yield
+    finally:
+        for lo, hi in ranges:
+            _MADVISE(lo, hi - lo, MADV_RANDOM)
 
 
-def read_ahead(items: Sequence[tuple[Any, Any]], window: int = WINDOW) -> Iterator[tuple[Any, Any]]:
-    """Yield the ``(key, value)`` pairs ``items`` in order, advising the
-    values up to ``window`` bytes ahead of the one yielded."""
-    advised = 0  # items[:advised] have been advised
-    ahead = 0  # bytes advised and not yet yielded
-    for i, item in enumerate(items):
-        start = advised
-        while advised < len(items) and (advised <= i or ahead < window):
-            ahead += len(items[advised][1])
-            advised += 1
-        if advised > start:
-            advise([v for _, v in items[start:advised]])
-        ahead -= len(item[1])
-        yield item
-
-
-__all__ = ["WINDOW", "advise", "read_ahead"]
+__all__ = ["MADV_NORMAL", "MADV_RANDOM", "bulk", "map_ranges"]

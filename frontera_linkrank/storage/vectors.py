@@ -17,8 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from .readahead import read_ahead
-
 SCORE_CHUNK = 1 << 20  # values per LMDB value (8 MiB)
 STATE_PREFIX = "~"
 """Vectors named with it are a component's saved state, not rankings: :func:`names` leaves them out."""
@@ -55,7 +53,7 @@ def read_scores(txn: Any, db: Any, name: str) -> tuple[np.ndarray, dict[str, Any
             raise ValueError(f"vector {name!r} is corrupt (chunk {c} missing or of the wrong length)")
         chunks.append(buf)
     out = np.empty(n, np.float64)
-    for c, buf in read_ahead(list(enumerate(chunks))):
+    for c, buf in enumerate(chunks):
         lo = c * SCORE_CHUNK
         out[lo : lo + len(buf) // 8] = np.frombuffer(buf, "<f8")
     return out, info
