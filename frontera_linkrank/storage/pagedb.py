@@ -410,9 +410,8 @@ class PageDB(FeatureTables, PageRecords):
         """Write the current batch in one transaction and make it durable.
 
         ``sections`` (``{name: JSON value}``) set metadata sections, after those of their registered owners
-        (:meth:`own_meta_section`). ``checkpoint``: fold the page record log into the checkpoint (:mod:`.pagelog`). The
-        LMDB map doubles and the write is retried whenever it is full, so
-        callers never see ``MapFullError``.
+        (:meth:`own_meta_section`); ``checkpoint`` folds the page record log into the checkpoint (:mod:`.pagelog`).
+        The LMDB map doubles and the write is retried whenever it is full, so callers never see ``MapFullError``.
 
         Raises
         ------
