@@ -215,6 +215,32 @@ def test_an_open_reads_the_map_with_readahead_and_leaves_it_random(tmp_path, mon
     assert readahead.map_ranges(str(path)) == []  # closed: no mapping left
 
 
+def test_the_reopen_benchmark_leaves_the_database_as_its_crawl_closed_it(make_backend, tmp_path):
+    """``benchmarks/reopen.py`` opens a closed database to its first batch
+    again and again: it must not write to it, and must leave the record of
+    the clean close, so that every run opens as the first one did."""
+    from frontera_linkrank.storage import integrity
+
+    b = make_backend()
+    crawl_graph(b, {url(i): [url(2 * i + 1), url(2 * i + 2)] for i in range(100)}, [url(0)], batch=10, max_pages=60)
+    b.frontier_stop()
+    path = tmp_path / "db"
+    stat = os.stat(path / "data.mdb")
+    record = (path / integrity.CLEAN_CLOSE).read_bytes()
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "reopen.py")
+    done = subprocess.run([sys.executable, bench, str(path), "--runs", "1", "--batch", "5"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split(":")[0].strip() for line in lines[:2]] == ["readahead at open", "one page at a time"]
+    assert all("first batch of 5 after" in line for line in lines[:2]) and lines[2].startswith("median:")
+    after = os.stat(path / "data.mdb")
+    assert (after.st_mtime_ns, after.st_ctime_ns, after.st_size) == (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size)
+    assert (path / integrity.CLEAN_CLOSE).read_bytes() == record
+    meta = integrity.check_file(str(path))
+    assert integrity.closed_cleanly(str(path), meta)
+
+
 def test_refuses_a_directory_that_is_not_a_page_database(tmp_path):
     d = tmp_path / "photos"
     d.mkdir()
