@@ -156,7 +156,7 @@ def test_the_hits_product_adds_each_pages_terms_as_a_csr_product_does(graph_and_
     y = np.random.default_rng(5).random(db.n_pages)
     with db.snapshot() as txn:
         a = database_adjacency(db, txn)
-        monkeypatch.setattr(pattern_module, "SLICE_LINKS", 50)
+        monkeypatch.setattr(pattern_module, "SLICE_LINKS", 2000)
         sliced = database_links(db, txn, mode="memory")
     assert len(sliced._bt._slices) > 10
     want = a @ y
