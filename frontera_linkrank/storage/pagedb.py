@@ -134,7 +134,7 @@ class PageDB(FeatureTables, PageRecords):
             self.env = integrity.open_checked(self.path, readonly, map_size, sync, full_check)
             self.dbs = environment.open_tables(self.env, self.path, readonly)
             self._open_parts(int(checkpoint_bytes or 0))
-            with readahead.bulk(self.path):  # whole tables read
+            with self.bulk_reads():  # whole tables read
                 self.reload()
             with self.snapshot() as txn:
                 self._check_request_format(txn)

@@ -2,15 +2,15 @@
 
 The environment is opened without readahead (:func:`.environment.open_env`,
 ``MADV_RANDOM`` on the map): a crawl looks up pages all over the file, and
-a kernel that read around each fault (up to the disk's readahead size) would fill the
-page cache with pages nobody asked for. Without it every page touched for
-the first time is one synchronous read of 4 KiB, and py-lmdb touches every
-page of a value before it returns it. An open reads whole tables of large
-values (the page table's checkpoint, the stored vectors, the link blocks),
-each a run of contiguous pages, which one read per page makes slow on a
-file that is not in the page cache. :func:`bulk` lets the
-kernel read around faults while a block of such reads runs, and puts the
-map back to random access after it.
+a kernel that read around each fault (up to the disk's readahead size)
+would fill the page cache with pages nobody asked for. Without it every
+page touched for the first time is one synchronous read of 4 KiB, and
+py-lmdb touches every page of a value before it returns it. An open reads
+whole tables of large values (the page table's checkpoint, the stored
+vectors, the link blocks), each a run of contiguous pages, which one read
+per page makes slow on a file that is not in the page cache. :func:`bulk`
+lets the kernel read around faults while a block of such reads runs, and
+puts the map back to random access after it.
 
 A hint only: where ``madvise`` or ``/proc/self/maps`` is not available the
 pages are read as before, one at a time.
