@@ -101,15 +101,15 @@ class ColdRecords:
     def _load(self, pages: list[int]) -> None:
         with self._snapshot() as txn:
             found = txn.cursor(db=self.db).getmulti(page_keys(pages))
-            self._room(len(pages))
-            lo = self.n_rows
-            k = 0
-            for key, value in found:
-                if len(value) != COLD_RECORD.itemsize:
-                    raise CorruptDatabase(f"page record {key_page(key)} has {len(value)} bytes (corrupt database)")
-                self._rows[lo + k] = np.frombuffer(value, COLD_RECORD, 1)[0]
-                self._slot[key_page(key)] = lo + k
-                k += 1
+            keys, values = [bytes(key) for key, _ in found], [bytes(value) for _, value in found]
+        for key, value in zip(keys, values):
+            if len(value) != COLD_RECORD.itemsize:
+                raise CorruptDatabase(f"page record {key_page(key)} has {len(value)} bytes (corrupt database)")
+        self._room(len(pages))
+        lo, k = self.n_rows, len(values)
+        # One conversion of all the rows and keys: a batch reads thousands.
+        self._rows[lo : lo + k] = np.frombuffer(b"".join(values), COLD_RECORD)
+        self._slot.update(zip(np.frombuffer(b"".join(keys), ">u8").tolist(), range(lo, lo + k)))
         if k != len(pages):
             gone = next(p for p in pages if p not in self._slot)
             raise CorruptDatabase(f"page {gone} has no record (corrupt database)")
