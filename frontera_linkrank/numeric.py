@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import math
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -101,6 +102,21 @@ def spans(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """
     size = np.asarray(hi, np.int64) - lo
     return np.repeat(lo - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
+
+
+def at_least(a: np.ndarray, size: int, fill: Any = 0) -> np.ndarray:
+    """``a`` if it has ``size`` slots, else ``a`` at the start of an array
+    at least twice as long (``fill`` beyond): per-host arrays grow as
+    hosts appear, each growth paid for by as many hosts as before.
+
+    >>> at_least(np.array([1, 2], np.int8), 3, -1).tolist()
+    [1, 2, -1, -1]
+    """
+    if size <= len(a):
+        return a
+    out = np.full(max(size, 2 * len(a)), fill, a.dtype)
+    out[: len(a)] = a
+    return out
 
 
 SCRATCH = 1 << 16

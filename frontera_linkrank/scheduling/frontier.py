@@ -17,6 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..numeric import at_least, unique
 from ..storage.vertices import LEASED, UNFETCHED, VertexTable
 from .queue import BestFirstQueue
 
@@ -25,12 +26,12 @@ KEYS_AT_ONCE = 1 << 20
 
 
 def _with_heads(head: np.ndarray, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> tuple:
-    """``(heads, pages, hosts, keys)``: the pages ``head`` marks, and those
-    that come before the last of them on their host (the leases a close
-    left, offered again), as ``(pages, hosts, keys)`` for the heads; the
-    other pages, whose best is each host's floor. No heads (None, and
-    every page) when more pages come before them than they are: they were
-    stored under other keys."""
+    """``(heads, in_heads)``: the pages ``head`` marks, and those that come
+    before the last of them on their host (the leases a close left,
+    offered again), as ``(pages, hosts, keys)`` for the heads, and the
+    mask of them among ``pages``; the other pages' best is each host's
+    floor. ``(None, None)`` when more pages come before them than they
+    are: they were stored under other keys."""
     hp, hh, hk = pages[head], hosts[head], keys[head]
     size = int(hosts.max()) + 1
     last = np.full(size, np.inf)  # each host's last head entry (heap order: lowest key, then highest page)
@@ -38,18 +39,20 @@ def _with_heads(head: np.ndarray, pages: np.ndarray, hosts: np.ndarray, keys: np
     last_page = np.full(size, -1, np.int64)
     at = hk == last[hh]
     np.maximum.at(last_page, hh[at], hp[at])
-    # One gather of every page's host bound; pages tied with it (few) compare pages too.
-    bound = last[hosts]
-    before = keys > bound
-    tied = np.flatnonzero(keys == bound)
-    before[tied] = pages[tied] < last_page[hosts[tied]]
-    del bound, tied
+    # Each page against its host's bound, a slice at a time; pages tied with it (few) compare pages too.
+    before = np.empty(len(pages), bool)
+    for lo in range(0, len(pages), KEYS_AT_ONCE):
+        sl = slice(lo, lo + KEYS_AT_ONCE)
+        h, k = hosts[sl].astype(np.intp), keys[sl]
+        bound = last[h]
+        before[sl] = k > bound
+        tied = np.flatnonzero(k == bound)
+        before[lo + tied] = pages[lo + tied] < last_page[h[tied]]
     before &= ~head
     if int(before.sum()) > len(hp):
-        return None, pages, hosts, keys
+        return None, None
     before |= head
-    rest = ~before
-    return (pages[before], hosts[before], keys[before]), pages[rest], hosts[rest], keys[rest]
+    return (pages[before], hosts[before], keys[before]), before
 
 
 class HostLists(Protocol):
@@ -75,8 +78,8 @@ class Frontier:
         Page arrays (``state``, ``host`` are used).
     priority : callable(idx ndarray) -> ndarray of float
         Current keys of pages (higher is fetched first).
-    host_class : callable(host id) -> 0 or 1
-        Class of a host for :class:`BestFirstQueue` offsets.
+    host_class : callable(host ids ndarray) -> ndarray of 0 or 1
+        Classes of hosts for :class:`BestFirstQueue` offsets.
     tolerance : float
         A page in its host's head whose key rose is queued again only when
         it rose by more than ``tolerance`` times its queued value (the key
@@ -94,7 +97,7 @@ class Frontier:
     """
 
     def __init__(self, table: VertexTable, priority: Callable[[np.ndarray], np.ndarray],
-                 host_class: Callable[[int], int] = lambda h: 0, tolerance: float = 0.0,
+                 host_class: Callable[[np.ndarray], np.ndarray] = np.zeros_like, tolerance: float = 0.0,
                  offsets: Callable[[], tuple[float, float]] | None = None, lists: HostLists | None = None) -> None:
         self.table = table
         self.priority = priority
@@ -110,7 +113,7 @@ class Frontier:
         self._waiting = set()  # pages in self.retries
         self.n_queued = 0
         self.n_leased = 0
-        self._classes = {}
+        self._class = np.full(16, -1, np.int8)  # host -> its class, -1 before its first page is queued
         self._class_used = [False, False]
 
     def _ensure(self, n):
@@ -119,14 +122,26 @@ class Frontier:
             grown[: len(self._queued)] = self._queued
             self._queued = grown
 
-    def _classify(self, hosts):
-        # Membership per host of the batch: a set minus a dict's keys walks every key.
-        for h in [h for h in set(hosts.tolist()) if h not in self._classes]:
-            c = self.host_class(h)
-            self._classes[h] = c
-            self._class_used[c] = True
-            for queue in self._queues():
-                queue.set_host_class(h, c)
+    def _classify(self, hosts: np.ndarray) -> None:
+        """Classify the hosts among ``hosts`` seen for the first time."""
+        if not len(hosts):
+            return
+        hosts = np.asarray(hosts, np.int64)
+        self._class = at_least(self._class, int(hosts.max()) + 1, -1)
+        new = unique(hosts[self._class[hosts] < 0])
+        if not len(new):
+            return
+        classes = np.asarray(self.host_class(new), np.int8)
+        self._class[new] = classes
+        for c in (0, 1):
+            self._class_used[c] = self._class_used[c] or bool((classes == c).any())
+        for queue in self._queues():
+            queue.set_host_classes(new, classes)
+
+    def classified(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(hosts, classes)`` of the hosts classified so far."""
+        hosts = np.flatnonzero(self._class >= 0)
+        return hosts, self._class[hosts]
 
     def _queues(self) -> list[BestFirstQueue]:
         return [self.queue]
@@ -173,13 +188,15 @@ class Frontier:
         if self._waiting:
             pages = np.setdiff1d(pages, np.fromiter(self._waiting, np.int64), assume_unique=True)
         keys = np.empty(len(pages))
+        hosts = t.host[pages]  # its own 4 bytes a page: a rebuild's temporaries are of every waiting page
+        seen = np.zeros(int(hosts.max()) + 1 if len(hosts) else 0, bool)
         for lo in range(0, len(pages), KEYS_AT_ONCE):  # a policy's temporaries stay those of a slice
             keys[lo : lo + KEYS_AT_ONCE] = self.priority(pages[lo : lo + KEYS_AT_ONCE])
-        hosts = t.host[pages]  # its own 4 bytes a page: a rebuild's temporaries are of every waiting page
+            seen[hosts[lo : lo + KEYS_AT_ONCE]] = True
         self._queued[pages] = 1
-        self._classes = {}
+        self._class[:] = -1
         self._class_used = [False, False]
-        self._classify(np.flatnonzero(np.bincount(hosts)) if len(hosts) else hosts)
+        self._classify(np.flatnonzero(seen))
         head = None
         if heads is not None and not eager:
             mark = np.zeros(n, bool)
@@ -200,16 +217,36 @@ class Frontier:
         if eager:
             queue.rebuild_heads(pages, hosts, keys)
             return
-        heads = None
+        heads = in_heads = None
         if head is not None and head.any():
-            heads, pages, hosts, keys = _with_heads(head, pages, hosts, keys)
-        present = np.flatnonzero(np.bincount(hosts)) if len(hosts) else hosts
-        size = int(hosts.max()) + 1 if len(hosts) else 0
-        best = np.full(size, -np.inf)
-        np.maximum.at(best, hosts, keys)
+            heads, in_heads = _with_heads(head, pages, hosts, keys)
+        if not len(hosts):
+            queue.rebuild(hosts, keys, pages, heads)
+            return
+        # The floors are the best of the pages outside the heads, found a
+        # slice at a time: temporaries of every waiting page would cost more
+        # in fresh memory than the work itself.
+        size = int(hosts.max()) + 1
+        counts, best = np.zeros(size, np.int64), np.full(size, -np.inf)
         first = np.full(size, np.iinfo(np.int64).max)
-        top = keys == best[hosts]
-        np.minimum.at(first, hosts[top], pages[top])  # ties: the page found first
+
+        def outside(lo: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            sl = slice(lo, lo + KEYS_AT_ONCE)
+            h, k, p = hosts[sl].astype(np.intp), keys[sl], pages[sl]
+            if in_heads is None:
+                return h, k, p
+            out = ~in_heads[sl]
+            return h[out], k[out], p[out]
+
+        for lo in range(0, len(pages), KEYS_AT_ONCE):
+            h, k, _ = outside(lo)
+            counts += np.bincount(h, minlength=size)
+            np.maximum.at(best, h, k)
+        for lo in range(0, len(pages), KEYS_AT_ONCE):
+            h, k, p = outside(lo)
+            top = k == best[h]
+            np.minimum.at(first, h[top], p[top])  # ties: the page found first
+        present = np.flatnonzero(counts)
         queue.rebuild(present, best[present], first[present], heads)
 
     def _by_level(self, pages: np.ndarray, rebuild: bool = False) -> list[tuple[BestFirstQueue, np.ndarray | slice]]:
@@ -273,9 +310,9 @@ class Frontier:
         if not (used[0] and used[1]) or off[0] == off[1]:
             value = old + off[0 if used[0] else 1]
         else:  # hosts of both classes (AOPIC's target set "hosts")
-            get = self._classes.get
-            cls = np.fromiter((get(h, 0) for h in self.table.host[pages].tolist()), np.int64, len(pages))
-            value = old + np.where(cls == 0, off[0], off[1])
+            hosts = self.table.host[pages].astype(np.int64)
+            cls = np.where(hosts < len(self._class), self._class[np.minimum(hosts, len(self._class) - 1)], 0)
+            value = old + np.where(cls == 1, off[1], off[0])
         return np.where(value > 0, old + self.tolerance * value, old)
 
     def discard(self, page: int) -> None:

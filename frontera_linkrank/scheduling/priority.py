@@ -104,8 +104,7 @@ class PrioritizedFrontier(Frontier):
         q = self.levels.get(level)
         if q is None:
             q = self.levels[level] = BestFirstQueue(lambda h, lv=level: self._refill_level(h, lv), self._taken)
-            for host, cls in self._classes.items():
-                q.set_host_class(host, cls)
+            q.set_host_classes(*self.classified())
         return q
 
     def _levels_of(self, pages: np.ndarray) -> np.ndarray | None:

@@ -43,7 +43,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..numeric import best_first, spans
+from ..numeric import at_least, best_first, spans
 
 HEAD_MIN = 4
 """Entries a refill puts in a host's head, at least."""
@@ -121,7 +121,7 @@ class BestFirstQueue:
         self.floor = np.full(16, -math.inf)  # host -> key of the best waiting page outside its head
         self.floor_page = np.zeros(16, np.int64)  # ... and that page (ties: the lowest index)
         self._tops: tuple[list[tuple[float, int, int]], ...] = ([], [])  # per class: [(-best key, page, host)]
-        self._host_class: dict[int, int] = {}  # host -> 0 or 1
+        self._class = np.zeros(16, np.uint8)  # host -> 0 or 1
         # host -> (negkey, page) of its newest entry in a top heap: older
         # entries of the host that surface are dropped, not re-inserted.
         self._registered: dict[int, tuple[float, int]] = {}
@@ -131,9 +131,10 @@ class BestFirstQueue:
     def __len__(self) -> int:
         return self.entries
 
-    def set_host_class(self, host: int, cls: int) -> None:
-        """Put ``host`` in class ``cls`` (0 or 1): its entries queued from now on get ``offsets[cls]``."""
-        self._host_class[host] = cls
+    def set_host_classes(self, hosts: np.ndarray, classes: np.ndarray) -> None:
+        """Put ``hosts[k]`` in class ``classes[k]`` (0 or 1): its entries queued from now on get ``offsets[cls]``."""
+        self._class = at_least(self._class, int(hosts.max()) + 1 if len(hosts) else 0)
+        self._class[hosts] = classes
 
     def _floor_of(self, host: int) -> tuple[float, int] | None:
         """The host's floor as a heap entry ``(-key, page)``, or None."""
@@ -143,12 +144,7 @@ class BestFirstQueue:
 
     def _set_floor(self, host: int, entry: tuple[float, int] | None) -> None:
         if host >= len(self.floor):
-            size = max(host + 1, 2 * len(self.floor))
-            floor = np.full(size, -math.inf)
-            floor[: len(self.floor)] = self.floor
-            page = np.zeros(size, np.int64)
-            page[: len(self.floor_page)] = self.floor_page
-            self.floor, self.floor_page = floor, page
+            self.floor, self.floor_page = at_least(self.floor, host + 1, -math.inf), at_least(self.floor_page, host + 1)
         if entry is None:
             self.floor[host] = -math.inf
         else:
@@ -176,12 +172,8 @@ class BestFirstQueue:
         if page not in live:
             self._head_n[host] = self._head_n.get(host, 0) + 1
         live[page] = key
-        heap = self._heaps.get(host)
         entry = (-key, page)
-        if heap is None:
-            self._heaps[host] = [entry]
-        else:
-            heapq.heappush(heap, entry)
+        heapq.heappush(self._heaps.setdefault(host, []), entry)
         self.entries += 1
         best = self._registered.get(host)
         if best is None or entry < best:
@@ -190,7 +182,7 @@ class BestFirstQueue:
             self._trim(host)
 
     def _register(self, host: int, entry: tuple[float, int]) -> None:
-        heapq.heappush(self._tops[self._host_class.get(host, 0)], entry + (host,))
+        heapq.heappush(self._tops[self._class[host] if host < len(self._class) else 0], entry + (host,))
         self._registered[host] = entry
 
     def push_many(self, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
@@ -251,10 +243,11 @@ class BestFirstQueue:
         self.floor_page = np.zeros(len(self.floor), np.int64)
 
     def _register_all(self, hosts: list[int], entries: list[tuple[float, int]]) -> None:
-        cls = self._host_class.get
+        ids = np.asarray(hosts, np.int64)
+        self._class = at_least(self._class, int(ids.max()) + 1 if len(ids) else 0)
         tops = self._tops
-        for h, entry in zip(hosts, entries):
-            tops[cls(h, 0)].append(entry + (h,))
+        for h, c, entry in zip(hosts, self._class[ids].tolist(), entries):
+            tops[c].append(entry + (h,))
             self._registered[h] = entry
         for top in tops:
             heapq.heapify(top)
@@ -269,15 +262,22 @@ class BestFirstQueue:
         self._reset(np.concatenate((hosts, heads[1])) if heads is not None else hosts)
         self.floor[hosts] = best
         self.floor_page[hosts] = best_page
-        entries = dict(zip(hosts.tolist(), zip((-best).tolist(), best_page.tolist())))
+        top, neg, first = np.asarray(hosts, np.int64), -np.asarray(best, np.float64), np.asarray(best_page, np.int64)
         if heads is not None and len(heads[0]):
             pages, h, keys = heads
             order, gh, starts, counts = _by_host(pages, h, keys)
-            firsts = self._set_heads(gh, counts, pages[order], keys[order])
-            entries.update((g, min(f, entries.get(g, f))) for g, f in zip(gh.tolist(), firsts))
+            self._set_heads(gh, counts, pages[order], keys[order])
+            # A host's top entry: its floor, or its head's first when that comes first (or it has no floor).
+            floored = np.zeros(len(self.floor), bool)
+            floored[top] = True
+            top = np.union1d(top, gh)
+            neg, first = -self.floor[top], self.floor_page[top]
+            i, hneg, hfirst = np.searchsorted(top, gh), -keys[order[starts]], pages[order[starts]]
+            better = ~floored[gh] | (hneg < neg[i]) | ((hneg == neg[i]) & (hfirst < first[i]))
+            neg[i[better]], first[i[better]] = hneg[better], hfirst[better]
             for host in gh[counts > 2 * HEAD_MAX].tolist():  # heads of a close: at most HEAD_MAX kept
                 self._trim(host)
-        self._register_all(list(entries), list(entries.values()))
+        self._register_all(top.tolist(), list(zip(neg.tolist(), first.tolist())))
 
     def rebuild_heads(self, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
         """Every head afresh from all the waiting ``pages`` (of ``hosts``,

@@ -167,16 +167,23 @@ class Policy:
         this one ends (nothing by default: the state is rebuilt)."""
 
 
-def host_class(policy: type[Policy] | Policy, aopic: Aopic) -> Callable[[int], int]:
-    """Queue class of a host: 0 if its unfetched pages are owed ω's cash
-    (their keys exclude the accumulator ``A``, added back as the class
-    offset), else 1. Only policies keyed by cash use classes."""
+def host_class(policy: type[Policy] | Policy, aopic: Aopic) -> Callable[[np.ndarray], np.ndarray]:
+    """Queue classes of hosts (an array of host ids): 0 for a host whose
+    unfetched pages are owed ω's cash (their keys exclude the accumulator
+    ``A``, added back as the class offset), else 1. Only policies keyed
+    by cash use classes."""
     if not policy.cash_keys or aopic.policy in ("all", "unfetched"):
-        return lambda h: 0
+        return lambda h: np.zeros(len(h), np.int8)
     if aopic.policy == "fetched":
-        return lambda h: 1
-    target: Any = aopic.host_target
-    return lambda h: 0 if h < len(target) and target[h] else 1
+        return lambda h: np.ones(len(h), np.int8)
+
+    def classes(h: np.ndarray) -> np.ndarray:
+        target = aopic.host_target
+        h = np.asarray(h, np.int64)
+        owed = (h < len(target)) & target[np.minimum(h, len(target) - 1)]
+        return np.where(owed, 0, 1).astype(np.int8)
+
+    return classes
 
 
 def queue_keys(policy: Policy, aopic: Aopic, hosts: np.ndarray, pages: np.ndarray, n_hosts: int) -> np.ndarray:
@@ -185,7 +192,6 @@ def queue_keys(policy: Policy, aopic: Aopic, hosts: np.ndarray, pages: np.ndarra
     accumulator ``A`` for hosts owed ω's cash through it (class 0)."""
     keys = np.asarray(policy.keys(pages), np.float64)
     if policy.cash_keys and aopic.A and len(pages):
-        cls = host_class(policy, aopic)
-        owed = np.fromiter((cls(h) == 0 for h in range(n_hosts)), bool, n_hosts)
+        owed = host_class(policy, aopic)(np.arange(n_hosts)) == 0
         keys = keys + np.where(owed[hosts], aopic.A, 0.0)
     return keys
