@@ -35,9 +35,9 @@ chromium:
 # Lint and type-check first (ruff's and mypy's settings are in
 # pyproject.toml: mypy checks numeric, storage and scoring), then the suite
 # in parallel (pytest-xdist): many tests wait on crawler subprocesses and
-# servers, so TEST_WORKERS=3 keeps two cores busy; work stealing evens out
+# servers, so TEST_WORKERS=4 keeps two cores busy; work stealing evens out
 # the long tests. TEST_WORKERS=0 runs it in one process.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 test: venv redis-server chromium
 	$(BIN)/ruff check frontera_linkrank tests benchmarks
 	$(BIN)/mypy
