@@ -34,9 +34,9 @@ class HostTable:
             keys.append(bytes(k))
             values.append(bytes(v))
         # One conversion of every id: a broad crawl knows millions of hosts.
-        raw = b"".join(values)
-        if len(raw) != _ID.size * len(values):
+        if any(len(v) != _ID.size for v in values):
             raise CorruptDatabase(f"{path}: a host id is not {_ID.size} bytes (corrupt database)")
+        raw = b"".join(values)
         order = np.argsort(np.frombuffer(raw, "<u4"), kind="stable")
         if not np.array_equal(np.frombuffer(raw, "<u4")[order], np.arange(len(order))):
             raise CorruptDatabase(f"{path}: host ids are not dense (corrupt database)")
