@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ..core.graph_import import add_pages
+from ..numeric import at_least
 from ..storage.pagedb import PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint
 
@@ -148,10 +149,7 @@ class IndexPages:
     def set(self, idx: list[int], pages: np.ndarray, skipped: list[int]) -> None:
         """Info indices ``idx`` became ``pages``; those of ``skipped`` were skipped."""
         top = max(idx + skipped, default=-1)
-        if top >= len(self.map):
-            grown = np.full(max(top + 1, 2 * len(self.map)), self.NOT_LISTED, np.int64)
-            grown[: len(self.map)] = self.map
-            self.map = grown
+        self.map = at_least(self.map, top + 1, self.NOT_LISTED)
         self.map[np.asarray(idx, np.int64)] = pages
         self.map[np.asarray(skipped, np.int64)] = self.SKIPPED
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..numeric import unique
+from ..numeric import at_least, unique
 from ..scheduling.lifecycle import mark_imported
 from ..storage.urls import check_url, fingerprint
 from .status import STALE_STATUS
@@ -233,10 +233,7 @@ class LinkLoader:
         if not len(src):
             return
         n = self.db.n_pages
-        if len(self._written) < n:
-            grown = np.zeros(max(n, 2 * len(self._written)), bool)
-            grown[: len(self._written)] = self._written
-            self._written = grown
+        self._written = at_least(self._written, n)
         late = self._written[src]
         if late.any():
             self._late.append((src[late].astype(np.uint32), dst[late].astype(np.uint32)))

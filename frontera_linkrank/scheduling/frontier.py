@@ -117,10 +117,7 @@ class Frontier:
         self._class_used = [False, False]
 
     def _ensure(self, n):
-        if n > len(self._queued):
-            grown = np.zeros(max(n, 2 * len(self._queued)), np.uint8)
-            grown[: len(self._queued)] = self._queued
-            self._queued = grown
+        self._queued = at_least(self._queued, n)
 
     def _classify(self, hosts: np.ndarray) -> None:
         """Classify the hosts among ``hosts`` seen for the first time."""

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..numeric import exact_sum
+from ..numeric import at_least, exact_sum
 from ..storage.coldrecords import TableColdRecords
 from ..storage.vertices import ERROR, F_CRAWLED
 
@@ -217,10 +217,7 @@ class Aopic:
     # -- target set of ω ---------------------------------------------------------
     def set_host_target(self, host_id: int, member: bool) -> None:
         """Mark a host in or out of the "hosts" target set (before its pages join)."""
-        if host_id >= len(self.host_target):
-            grown = np.zeros(max(2 * len(self.host_target), host_id + 1), bool)
-            grown[: len(self.host_target)] = self.host_target
-            self.host_target = grown
+        self.host_target = at_least(self.host_target, host_id + 1)
         self.host_target[host_id] = member
 
     def _member(self, i: int) -> bool:

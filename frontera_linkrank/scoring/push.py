@@ -54,7 +54,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..numeric import exact_sum, row_slices, spans, unique
+from ..numeric import at_least, exact_sum, row_slices, spans, unique
 
 SPREAD_LINKS = 1 << 20
 """Links followed at a time by a push round or :meth:`PushRank.spread`."""
@@ -104,10 +104,7 @@ class PushRank:
         """Pages up to ``n`` are known (new ones bring their teleport mass)."""
         if n <= self.n:
             return
-        if n > len(self.r):
-            size = max(n, 2 * len(self.r))
-            self.r = _grown(self.r, size)
-            self.slot = _grown(self.slot, size)
+        self.r, self.slot = at_least(self.r, n), at_least(self.slot, n)  # one length: they grow alike
         self.r[self.n : n] = 1.0
         self.mass += n - self.n
         self.n = n
@@ -139,9 +136,7 @@ class PushRank:
         new = slots == 0
         k = int(new.sum())
         if k:
-            if self.n_slots + k > len(self.xs):
-                size = max(self.n_slots + k, 2 * len(self.xs))
-                self.xs, self.start, self.deg = (_grown(a, size) for a in (self.xs, self.start, self.deg))
+            self.xs, self.start, self.deg = (at_least(a, self.n_slots + k) for a in (self.xs, self.start, self.deg))
             slots[new] = np.arange(self.n_slots, self.n_slots + k)
             self.slot[pages[new]] = slots[new]
             self.n_slots += k
@@ -357,10 +352,3 @@ def _positive_median(a: np.ndarray) -> float | None:
     high = len(a) - count + count // 2
     a.partition([low, high])
     return float(np.mean(a[[low, high]])) if high != low else float(a[low])
-
-
-def _grown(a: np.ndarray, size: int) -> np.ndarray:
-    """``a`` in an array of ``size`` (zeros beyond)."""
-    out = np.zeros(size, a.dtype)
-    out[: len(a)] = a
-    return out

@@ -33,12 +33,11 @@ class HostTable:
         for k, v in txn.cursor(self.db):
             keys.append(bytes(k))
             values.append(bytes(v))
-        # One conversion of every id: a broad crawl knows millions of hosts.
         if any(len(v) != _ID.size for v in values):
             raise CorruptDatabase(f"{path}: a host id is not {_ID.size} bytes (corrupt database)")
-        raw = b"".join(values)
-        order = np.argsort(np.frombuffer(raw, "<u4"), kind="stable")
-        if not np.array_equal(np.frombuffer(raw, "<u4")[order], np.arange(len(order))):
+        ids = np.frombuffer(b"".join(values), "<u4")  # one conversion: a broad crawl knows millions of hosts
+        order = np.argsort(ids, kind="stable")
+        if not np.array_equal(ids[order], np.arange(len(order))):
             raise CorruptDatabase(f"{path}: host ids are not dense (corrupt database)")
         self.names = [keys[i].decode() for i in order.tolist()]
         self.ids, self._new = dict(zip(self.names, range(len(self.names)))), []

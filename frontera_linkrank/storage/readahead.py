@@ -76,13 +76,15 @@ def bulk(path: str) -> Iterator[None]:
     For one thread reading whole tables, before others use the map: the
     setting is the mapping's, so lookups in other threads read around
     their faults too while it lasts."""
-    ranges = map_ranges(path) if _MADVISE is not None else []
-    for lo, hi in ranges:
+    if _MADVISE is None:
+        yield
+        return
+    for lo, hi in map_ranges(path):
         _MADVISE(lo, hi - lo, MADV_NORMAL)  # a hint: its failure changes nothing
     try:
         yield
     finally:
-        for lo, hi in ranges:
+        for lo, hi in map_ranges(path):  # the map as it is now: a grown map is a new mapping
             _MADVISE(lo, hi - lo, MADV_RANDOM)
 
 
