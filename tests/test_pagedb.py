@@ -181,19 +181,29 @@ def test_a_crawl_that_closes_leaves_no_record_log(make_backend, tmp_path, monkey
 def test_an_open_reads_the_map_with_readahead_and_leaves_it_random(tmp_path, monkeypatch):
     """The map is without readahead (lookups all over the file); an open,
     which reads whole tables, lets the kernel read around its faults on
-    that map, and sets it back to random access when it is done."""
+    that map, except while it reads the host names (small entries whose
+    leaves lie all over the file), and sets it back to random access when
+    it is done."""
     from frontera_linkrank.core.frontier_core import FrontierCore
     from frontera_linkrank.settings import LinkRankSettings
     from frontera_linkrank.storage import readahead
+    from frontera_linkrank.storage.hosts import HostTable
 
     calls = []
     monkeypatch.setattr(readahead, "_MADVISE", lambda lo, n, advice: calls.append((lo, lo + n, advice)))
+    hosts_read_with = []
+    load_hosts = HostTable.load
+    monkeypatch.setattr(HostTable, "load", lambda self, *a: (hosts_read_with.append(calls[-1][2] if calls else None),
+                                                            load_hosts(self, *a))[1])
     path = tmp_path / "db"
     urls = [f"http://a.test/{i}" for i in range(100)]
     with PageDB(path, sync=False, compact=True) as db:
         db.add_pages([hashlib.sha1(u.encode()).digest() for u in urls], urls, [db.host_id("a.test")] * 100)
         db.commit()
-        assert [c[2] for c in calls] == [readahead.MADV_NORMAL, readahead.MADV_RANDOM]  # the open's reload
+        # the open's reload: read around faults, but the host names one page at a time
+        assert [c[2] for c in calls] == [readahead.MADV_NORMAL, readahead.MADV_RANDOM, readahead.MADV_NORMAL,
+                                         readahead.MADV_RANDOM]
+        assert hosts_read_with == [readahead.MADV_RANDOM]
         calls.clear()
         with db.bulk_reads(), db.snapshot() as txn:
             value = next(iter(txn.cursor(db=db.dbs[b"vertices"])))[1]
@@ -213,6 +223,31 @@ def test_an_open_reads_the_map_with_readahead_and_leaves_it_random(tmp_path, mon
     finally:
         core.close()
     assert readahead.map_ranges(str(path)) == []  # closed: no mapping left
+
+
+def test_readahead_blocks_nest_and_a_scattered_read_inside_one_goes_back_to_reading_around(tmp_path, monkeypatch):
+    """Only the outermost bulk block puts the map back to random access; a
+    scattered block reads one page per fault and then around faults again,
+    and outside a bulk block it changes nothing."""
+    from frontera_linkrank.storage import readahead
+
+    calls = []
+    monkeypatch.setattr(readahead, "_MADVISE", lambda lo, n, advice: calls.append(advice))
+    path = str(tmp_path / "env")
+    env = lmdb.open(path, readahead=False)
+    try:
+        with readahead.scattered(path):
+            pass
+        assert calls == []
+        with readahead.bulk(path):
+            with readahead.bulk(path):
+                with readahead.scattered(path):
+                    assert calls == [readahead.MADV_NORMAL, readahead.MADV_RANDOM]
+                assert calls[-1] == readahead.MADV_NORMAL
+            assert calls == [readahead.MADV_NORMAL, readahead.MADV_RANDOM, readahead.MADV_NORMAL]
+        assert calls[-1] == readahead.MADV_RANDOM and len(calls) == 4
+    finally:
+        env.close()
 
 
 def test_the_reopen_benchmark_leaves_the_database_as_its_crawl_closed_it(make_backend, tmp_path):

@@ -213,7 +213,8 @@ class PageDB(FeatureTables, PageRecords):
         check_schema(doc, self.path)
         self._meta.install(doc)
         try:
-            self._hosts.load(txn, self.path)
+            with readahead.scattered(self.path):  # a million small entries: leaves all over the file
+                self._hosts.load(txn, self.path)
             n = int(doc.get("n_pages", 0))
             # Every page record is stored at least once: a page count the
             # file cannot hold is damage, not a table to allocate.

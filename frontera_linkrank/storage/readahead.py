@@ -10,7 +10,10 @@ whole tables of large values (the page table's checkpoint, the stored
 vectors, the link blocks), each a run of contiguous pages, which one read
 per page makes slow on a file that is not in the page cache. :func:`bulk`
 lets the kernel read around faults while a block of such reads runs, and
-puts the map back to random access after it.
+puts the map back to random access after it; :func:`scattered` goes back
+to one page per fault inside it for a table of small values whose leaves
+lie all over the file (the host names), where reading around each leaf
+would read mostly other tables' pages.
 
 A hint only: where ``madvise`` or ``/proc/self/maps`` is not available the
 pages are read as before, one at a time.
@@ -68,10 +71,19 @@ def map_ranges(path: str) -> list[tuple[int, int]]:
     return out
 
 
+_open_blocks: dict[str, int] = {}  # path -> bulk blocks running on it
+
+
+def _advise(path: str, advice: int) -> None:
+    for lo, hi in map_ranges(path):  # the map as it is now: a grown map is a new mapping
+        _MADVISE(lo, hi - lo, advice)  # a hint: its failure changes nothing
+
+
 @contextlib.contextmanager
 def bulk(path: str) -> Iterator[None]:
     """While the block runs, faults on the map of the environment at
-    ``path`` read around them (``MADV_NORMAL``); random access after.
+    ``path`` read around them (``MADV_NORMAL``); random access after the
+    outermost block.
 
     For one thread reading whole tables, before others use the map: the
     setting is the mapping's, so lookups in other threads read around
@@ -79,13 +91,33 @@ def bulk(path: str) -> Iterator[None]:
     if _MADVISE is None:
         yield
         return
-    for lo, hi in map_ranges(path):
-        _MADVISE(lo, hi - lo, MADV_NORMAL)  # a hint: its failure changes nothing
+    depth = _open_blocks.get(path, 0)
+    _open_blocks[path] = depth + 1
+    if not depth:
+        _advise(path, MADV_NORMAL)
     try:
         yield
     finally:
-        for lo, hi in map_ranges(path):  # the map as it is now: a grown map is a new mapping
-            _MADVISE(lo, hi - lo, MADV_RANDOM)
+        _open_blocks[path] = depth
+        if not depth:
+            del _open_blocks[path]
+            _advise(path, MADV_RANDOM)
 
 
-__all__ = ["MADV_NORMAL", "MADV_RANDOM", "bulk", "map_ranges"]
+@contextlib.contextmanager
+def scattered(path: str) -> Iterator[None]:
+    """Inside a :func:`bulk` block, one page per fault while this block
+    runs: for a table of small values written over the life of the file
+    (a B-tree whose leaves lie all over it), where reading around each
+    leaf reads mostly pages of other tables."""
+    if _MADVISE is None or not _open_blocks.get(path):
+        yield
+        return
+    _advise(path, MADV_RANDOM)
+    try:
+        yield
+    finally:
+        _advise(path, MADV_NORMAL)
+
+
+__all__ = ["MADV_NORMAL", "MADV_RANDOM", "bulk", "map_ranges", "scattered"]
