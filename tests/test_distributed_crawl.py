@@ -225,7 +225,8 @@ def run_with_events(tmp_path, redis_server, events, sids=("s1", "s2"), hosts=8, 
     pending = sorted(events, key=lambda e: e[0])
     try:
         while any(p.poll() is None for p in ctx["spiders"].values()):
-            assert time.monotonic() < deadline, "the crawl did not finish in time"
+            assert time.monotonic() < deadline, "the crawl did not finish in time; the frontier's log ends:\n" + \
+                ctx["frontier"].text()[-3000:]
             if pending and crawled_now(redis_server.url) >= pending[0][0]:
                 pending.pop(0)[1](ctx)
             time.sleep(0.1)

@@ -32,6 +32,7 @@ import contextlib
 import ctypes
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -72,6 +73,7 @@ def map_ranges(path: str) -> list[tuple[int, int]]:
 
 
 _open_blocks: dict[str, int] = {}  # path -> bulk blocks running on it
+_blocks_lock = threading.Lock()
 
 
 def _advise(path: str, advice: int) -> None:
@@ -82,8 +84,8 @@ def _advise(path: str, advice: int) -> None:
 @contextlib.contextmanager
 def bulk(path: str) -> Iterator[None]:
     """While the block runs, faults on the map of the environment at
-    ``path`` read around them (``MADV_NORMAL``); random access after the
-    outermost block.
+    ``path`` read around them (``MADV_NORMAL``); random access once the
+    last block running on ``path`` ends.
 
     For one thread reading whole tables, before others use the map: the
     setting is the mapping's, so lookups in other threads read around
@@ -91,17 +93,18 @@ def bulk(path: str) -> Iterator[None]:
     if _MADVISE is None:
         yield
         return
-    depth = _open_blocks.get(path, 0)
-    _open_blocks[path] = depth + 1
-    if not depth:
-        _advise(path, MADV_NORMAL)
+    with _blocks_lock:
+        _open_blocks[path] = _open_blocks.get(path, 0) + 1
+        if _open_blocks[path] == 1:
+            _advise(path, MADV_NORMAL)
     try:
         yield
     finally:
-        _open_blocks[path] = depth
-        if not depth:
-            del _open_blocks[path]
-            _advise(path, MADV_RANDOM)
+        with _blocks_lock:
+            _open_blocks[path] -= 1
+            if not _open_blocks[path]:
+                del _open_blocks[path]
+                _advise(path, MADV_RANDOM)
 
 
 @contextlib.contextmanager
@@ -117,7 +120,9 @@ def scattered(path: str) -> Iterator[None]:
     try:
         yield
     finally:
-        _advise(path, MADV_NORMAL)
+        with _blocks_lock:
+            if _open_blocks.get(path):  # else the bulk block ended meanwhile and left random access
+                _advise(path, MADV_NORMAL)
 
 
 __all__ = ["MADV_NORMAL", "MADV_RANDOM", "bulk", "map_ranges", "scattered"]
