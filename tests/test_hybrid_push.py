@@ -146,6 +146,33 @@ def test_a_closed_crawl_reopens_with_the_estimate_it_closed_with(tmp_path, monke
         core.close()
 
 
+def test_an_open_gives_every_crawled_page_its_current_row_in_the_estimate(tmp_path):
+    """The estimate is rebuilt at open from the link blocks one at a time:
+    each crawled page has exactly its current row (a row written again in
+    a later block replaces the older one), as all links read at once give."""
+    crawl(load_graph("hollins"), LINKRANK, [0, 100, 2000], 400, batch=50, workdir=str(tmp_path))
+    path = str(tmp_path / "db")
+    db = PageDB(path)
+    with db.snapshot() as txn:
+        pages, lens, dst = database_rows(db, txn)
+    starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
+    for k in np.flatnonzero(lens >= 2)[:20].tolist():  # rows written again, shorter, in a newer block
+        db.edges.add(int(pages[k]), dst[starts[k] + 1 : starts[k] + lens[k]].astype(np.int64))
+    db.commit()
+    assert db.edges.n_blocks >= 2
+    db.close()
+    core = FrontierCore(LinkRankSettings({"LINKRANK_PATH": path, "LINKRANK_SYNC": False}))
+    try:
+        with core.db.snapshot() as txn:
+            pages, lens, dst = database_rows(core.db, txn)
+        got_pages, got = core.policy.push.rows_of(pages)
+        assert np.array_equal(got_pages, pages)
+        assert np.array_equal(got, dst.astype(np.int64))
+        assert core.policy.push.n_edges == len(dst)
+    finally:
+        core.close()
+
+
 @given(st.lists(st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0, np.nan, np.inf]) | st.floats(-5, 5), max_size=40))
 def test_the_anchors_median_in_place_is_numpys_median_of_the_positive_values(xs):
     from frontera_linkrank.scoring.push import _positive_median

@@ -97,7 +97,7 @@ class PushRank:
         self.pushes = 0  # pages pushed, in total
         self.push_edges = 0  # links pushed along, in total: the estimate's whole work
         self.anchors = 0  # rankings it was re-anchored on
-        self._pending = np.zeros(0, np.int64)  # pages whose residual changed since the last push
+        self._pending: list[np.ndarray] = []  # pages whose residual changed since the last push
 
     # -- the known graph ---------------------------------------------------------------
     def grow(self, n: int) -> None:
@@ -143,7 +143,15 @@ class PushRank:
         self.start[slots] = self.n_edges + np.concatenate(([0], np.cumsum(lens)[:-1]))
         self.deg[slots] = lens
         self.n_edges += total
-        self._pending = np.concatenate((self._pending, pages))
+        self._pending.append(pages)
+
+    def reserve(self, links: int, rows: int = 0) -> None:
+        """Room for ``links`` more links and ``rows`` more rows without
+        growing again (before reading many row sets one after the other)."""
+        if self.n_edges + links > len(self.pool):
+            self._compact(links)
+        if rows:
+            self.xs, self.start, self.deg = (at_least(a, self.n_slots + rows) for a in (self.xs, self.start, self.deg))
 
     def _compact(self, more: int) -> None:
         """Room for ``more`` links: drop the rows pages were read again
@@ -188,8 +196,8 @@ class PushRank:
         rise (the caller rebuilds its queue). The links of a round are
         followed a slice of rows at a time (:func:`_slices`)."""
         d, eps, r = self.damping, self.threshold, self.r
-        cand = unique(self._pending) if len(self._pending) else self._pending
-        self._pending = np.zeros(0, np.int64)
+        cand = unique(np.concatenate(self._pending)) if self._pending else np.zeros(0, np.int64)
+        self._pending = []
         raised = []
         for _ in range(self.max_rounds):
             if len(cand):
@@ -220,7 +228,7 @@ class PushRank:
             if collect:
                 raised.append(cand)
         else:
-            self._pending = cand  # rounds left over: the next push goes on from here
+            self._pending = [cand]  # rounds left over: the next push goes on from here
         if not raised:
             return np.zeros(0, np.int64)
         return unique(np.concatenate(raised))
@@ -276,7 +284,7 @@ class PushRank:
         passed[crawled] -= x
         self.r[:n] = passed
         self.mass = exact_sum(x) + exact_sum(self.r[:n])
-        self._pending = crawled[self.deg[self.slot[crawled]] > 0]
+        self._pending = [crawled[self.deg[self.slot[crawled]] > 0]]
         self.push(signed=True, collect=False)
         self.anchors += 1
 
@@ -299,7 +307,7 @@ class PushRank:
         self.r[: self.n] = r
         self.mass = float(counters["mass"])
         self.pushes, self.push_edges, self.anchors = (int(counters[k]) for k in ("pushes", "push_edges", "anchors"))
-        self._pending = rows[r[rows] > self.threshold]  # push() goes on from where it stood
+        self._pending = [rows[r[rows] > self.threshold]]  # push() goes on from where it stood
 
     # -- reading ---------------------------------------------------------------------------
     def x(self, idx: np.ndarray | None = None) -> np.ndarray:

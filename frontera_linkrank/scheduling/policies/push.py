@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...scoring.links import database_rows
 from ...scoring.push import PushRank
 from ...storage.vectors import STATE_PREFIX
 from ...storage.vertices import F_CRAWLED
@@ -63,14 +62,18 @@ class PushPolicy(Policy):
         push.grow(v.n)
         crawled = np.flatnonzero(v.flags[: v.n] & F_CRAWLED)
         if db is not None and len(crawled):
-            with db.snapshot() as txn:  # rows in any order: a page's slot does not change a sum
-                pages, lens, dst = database_rows(db, txn, v.n, ordered=False)
-            linked = (v.flags[pages] & F_CRAWLED) != 0
-            if not linked.all():
-                dst = dst[np.repeat(linked, lens)]
-                pages, lens = pages[linked], lens[linked]
-            push.read_flat(pages, lens, dst)
-            del pages, lens, dst
+            # Block by block, not one copy of every link: each page's current row is in one
+            # block, and rows in any order give the same sums.
+            with db.snapshot() as txn:
+                push.reserve(db.edges.n_stored_edges, len(crawled))
+                for src, ptr, dst in db.edges.iter_current(txn, v.n):
+                    pages = np.asarray(src, np.int64)
+                    lens = np.diff(np.asarray(ptr, np.int64))
+                    linked = (v.flags[pages] & F_CRAWLED) != 0
+                    if not linked.all():
+                        dst = dst[np.repeat(linked, lens)]
+                        pages, lens = pages[linked], lens[linked]
+                    push.read_flat(pages, lens, dst)
             # Every crawled page gets its row, empty if it has no links.
             empty = crawled[~push.has_row(crawled)]
             push.read_flat(empty, np.zeros(len(empty), np.int64), np.zeros(0, np.int64))
