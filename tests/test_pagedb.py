@@ -191,10 +191,14 @@ def test_an_open_reads_the_map_with_readahead_and_leaves_it_random(tmp_path, mon
 
     calls = []
     monkeypatch.setattr(readahead, "_MADVISE", lambda lo, n, advice: calls.append((lo, lo + n, advice)))
-    hosts_read_with = []
+    hosts_read_with = []  # the advice in force when the host names are read
     load_hosts = HostTable.load
-    monkeypatch.setattr(HostTable, "load", lambda self, *a: (hosts_read_with.append(calls[-1][2] if calls else None),
-                                                            load_hosts(self, *a))[1])
+
+    def load_watched(self, *args):
+        hosts_read_with.append(calls[-1][2] if calls else None)
+        return load_hosts(self, *args)
+
+    monkeypatch.setattr(HostTable, "load", load_watched)
     path = tmp_path / "db"
     urls = [f"http://a.test/{i}" for i in range(100)]
     with PageDB(path, sync=False, compact=True) as db:

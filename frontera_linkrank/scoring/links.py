@@ -416,12 +416,11 @@ def database_adjacency(db: PageDB, txn: lmdb.Transaction, n: int | None = None) 
     return a
 
 
-def database_rows(db: PageDB, txn: lmdb.Transaction, n: int | None = None,
-                  ordered: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def database_rows(db: PageDB, txn: lmdb.Transaction,
+                  n: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The current links of ``db`` in snapshot ``txn``: ``(pages, lens,
-    dst)``, page ``pages[k]`` (the pages with a stored row, each once;
-    ascending unless ``ordered`` is False: then in the order they are
-    stored) links to the next ``lens[k]`` pages of ``dst`` (int32 while
+    dst)``, page ``pages[k]`` (the pages with a stored row, each once,
+    ascending) links to the next ``lens[k]`` pages of ``dst`` (int32 while
     the links and pages are fewer than 2**31).
 
     Copies, valid after ``txn`` ends; about 10 bytes per link while it
@@ -431,7 +430,7 @@ def database_rows(db: PageDB, txn: lmdb.Transaction, n: int | None = None,
         n = snapshot_pages(db, txn)
     rows, ptr, dst = _current_rows(db, txn, n)
     lens = np.diff(ptr)
-    if ordered and len(rows) > 1 and (rows[1:] < rows[:-1]).any():
+    if len(rows) > 1 and (rows[1:] < rows[:-1]).any():
         order = np.argsort(rows)
         index = np.int32 if max(len(dst), n) < 2**31 else np.int64
         m = sp.csr_matrix((np.ones(len(dst), np.int8), dst.astype(index, copy=False), ptr.astype(index)),
