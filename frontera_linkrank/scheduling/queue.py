@@ -270,7 +270,7 @@ class BestFirstQueue:
             # A host's top entry: its floor, or its head's first when that comes first (or it has no floor).
             floored = np.zeros(len(self.floor), bool)
             floored[top] = True
-            top = np.union1d(top, gh)
+            top = np.flatnonzero(floored | (np.bincount(gh, minlength=len(floored)) > 0))  # a union without a sort
             neg, first = -self.floor[top], self.floor_page[top]
             i, hneg, hfirst = np.searchsorted(top, gh), -keys[order[starts]], pages[order[starts]]
             better = ~floored[gh] | (hneg < neg[i]) | ((hneg == neg[i]) & (hfirst < first[i]))
