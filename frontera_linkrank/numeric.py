@@ -119,6 +119,20 @@ def at_least(a: np.ndarray, size: int, fill: Any = 0) -> np.ndarray:
     return out
 
 
+def value_at(a: np.ndarray, idx: ArrayLike, default: Any) -> np.ndarray:
+    """``a[idx]``, with ``default`` for the indices beyond ``a`` (an array
+    grown as ids appear, with nothing stored yet for the newest).
+
+    >>> value_at(np.array([5, 6]), [1, 2, 0], -1).tolist()
+    [6, -1, 5]
+    """
+    idx = np.asarray(idx, np.int64)
+    out = np.full(len(idx), default, a.dtype)
+    inside = idx < len(a)
+    out[inside] = a[idx[inside]]
+    return out
+
+
 SCRATCH = 1 << 16
 """Length of the rankers' scratch for :func:`l1_change` (512 KiB)."""
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ..core.graph_import import add_pages
-from ..numeric import at_least
+from ..numeric import at_least, value_at
 from ..storage.pagedb import PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint
 
@@ -155,7 +155,4 @@ class IndexPages:
 
     def lookup(self, idx: np.ndarray) -> np.ndarray:
         """Pages of info indices ``idx`` (or NOT_LISTED / SKIPPED)."""
-        m = self.map
-        if not len(m):
-            return np.full(len(idx), self.NOT_LISTED)
-        return np.where(idx < len(m), m[np.minimum(idx, len(m) - 1)], self.NOT_LISTED)
+        return value_at(self.map, idx, self.NOT_LISTED)

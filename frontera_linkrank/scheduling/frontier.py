@@ -17,7 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..numeric import at_least, unique
+from ..numeric import at_least, unique, value_at
 from ..storage.vertices import LEASED, UNFETCHED, VertexTable
 from .queue import BestFirstQueue
 
@@ -307,8 +307,7 @@ class Frontier:
         if not (used[0] and used[1]) or off[0] == off[1]:
             value = old + off[0 if used[0] else 1]
         else:  # hosts of both classes (AOPIC's target set "hosts")
-            hosts = self.table.host[pages].astype(np.int64)
-            cls = np.where(hosts < len(self._class), self._class[np.minimum(hosts, len(self._class) - 1)], 0)
+            cls = value_at(self._class, self.table.host[pages], 0)
             value = old + np.where(cls == 1, off[1], off[0])
         return np.where(value > 0, old + self.tolerance * value, old)
 

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..numeric import at_least, exact_sum
+from ..numeric import at_least, exact_sum, value_at
 from ..storage.coldrecords import TableColdRecords
 from ..storage.vertices import ERROR, F_CRAWLED
 
@@ -242,11 +242,7 @@ class Aopic:
         if p == "all":
             return np.ones(len(t.state[idx]), bool)
         if p == "hosts":
-            h = t.host[idx].astype(np.int64)
-            mask = np.zeros(len(h), bool)
-            ok = h < len(self.host_target)
-            mask[ok] = self.host_target[h[ok]]
-            return mask
+            return value_at(self.host_target, t.host[idx], False)
         ok = t.state[idx] != ERROR
         fetched = (t.flags[idx] & F_CRAWLED) != 0
         return ok & (fetched if p == "fetched" else ~fetched)

@@ -113,10 +113,13 @@ def scattered(path: str) -> Iterator[None]:
     runs: for a table of small values written over the life of the file
     (a B-tree whose leaves lie all over it), where reading around each
     leaf reads mostly pages of other tables."""
-    if _MADVISE is None or not _open_blocks.get(path):
+    with _blocks_lock:
+        inside = _MADVISE is not None and bool(_open_blocks.get(path))
+        if inside:
+            _advise(path, MADV_RANDOM)
+    if not inside:
         yield
         return
-    _advise(path, MADV_RANDOM)
     try:
         yield
     finally:

@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
+from ...numeric import value_at
+
 if TYPE_CHECKING:
     from ...scoring.aopic import Aopic
     from ...scoring.ranker import Ranking, RankScores
@@ -178,10 +180,7 @@ def host_class(policy: type[Policy] | Policy, aopic: Aopic) -> Callable[[np.ndar
         return lambda h: np.ones(len(h), np.int8)
 
     def classes(h: np.ndarray) -> np.ndarray:
-        target = aopic.host_target
-        h = np.asarray(h, np.int64)
-        owed = (h < len(target)) & target[np.minimum(h, len(target) - 1)]
-        return np.where(owed, 0, 1).astype(np.int8)
+        return np.where(value_at(aopic.host_target, h, False), 0, 1).astype(np.int8)
 
     return classes
 
