@@ -8,18 +8,19 @@ push policy (the known graph's PageRank, current after every batch) and
 the default, hybrid-push (cash plus that PageRank), more than both.
 
 The crawls are the ones whose order ``test_crawl_order_unchanged.py``
-hashes (``order_fingerprints.uk2007_order``; run once when both tests run
-in one process).
+guards (``order_fingerprints.uk2007_order``): their hashes are checked
+here, against the same record, so that each crawl runs once.
 """
 
+import json
 
 from frontera_linkrank.settings.table import TABLE
 from frontera_linkrank.simulation.datasets import load_graph
 from frontera_linkrank.simulation.metrics import collected, reference_pagerank
-from order_fingerprints import POLICIES, UK2007_BUDGET, uk2007_order
+from order_fingerprints import POLICIES, RECORD, UK2007_BUDGET, UK2007_PARTS, part_orders, uk2007_order
 
 
-def test_opic_beats_bfs_and_the_pagerank_estimates_beat_both():
+def test_opic_beats_bfs_the_pagerank_estimates_beat_both_and_the_orders_are_unchanged():
     graph = load_graph("uk2007")
     truth = reference_pagerank(graph.indptr, graph.indices)
     assert abs(truth.sum() - 1) < 1e-12
@@ -37,3 +38,8 @@ def test_opic_beats_bfs_and_the_pagerank_estimates_beat_both():
         assert h > o, f"at {f}%: hybrid {h:.4f} <= opic {o:.4f}"
         assert p > o, f"at {f}%: push {p:.4f} <= opic {o:.4f}"
         assert hp > o, f"at {f}%: the default ({default}) {hp:.4f} <= opic {o:.4f}"
+    with open(RECORD) as f:
+        recorded = json.load(f)
+    hashes = {k: v for part in UK2007_PARTS for k, v in part_orders(part).items()}  # the crawls above, kept
+    changed = sorted(k for k, v in hashes.items() if v != recorded[k])
+    assert not changed, f"crawl orders changed: {changed} (test_crawl_order_unchanged.py: what that means)"
