@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ctypes
 import math
+import mmap
+import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -197,3 +199,25 @@ def release_free_memory() -> None:
     """
     if _TRIM is not None:
         _TRIM(0)
+
+
+def file_copies(arrays: list[np.ndarray], directory: str) -> list[np.ndarray]:
+    """Copies of the int32 ``arrays`` in one temporary file in ``directory``,
+    mapped read-only: file-backed memory the kernel can drop and read
+    again. The file has no name (it goes with the arrays, or with the
+    process if it is killed).
+
+    >>> a, b = file_copies([np.arange(3), np.array([7])], tempfile.gettempdir())
+    >>> a.tolist(), b.tolist(), a.flags.writeable
+    ([0, 1, 2], [7], False)
+    """
+    total = sum(len(a) for a in arrays)
+    if not total:
+        return [np.zeros(0, np.int32) for _ in arrays]
+    with tempfile.TemporaryFile(dir=directory) as f:
+        for a in arrays:
+            f.write(np.ascontiguousarray(a, np.int32).data)
+        f.flush()
+        whole = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.int32)
+    ends = np.cumsum([len(a) for a in arrays]).tolist()
+    return [whole[lo:hi] for lo, hi in zip([0, *ends[:-1]], ends)]

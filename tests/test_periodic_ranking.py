@@ -217,11 +217,13 @@ def active_readers(env):
     return [line for line in env.readers().splitlines()[1:] if line.split()[-1] != "-"]
 
 
-def test_a_background_ranking_iterates_without_a_snapshot(make_backend, monkeypatch):
+@pytest.mark.parametrize("edges", ["memory", "stream"])
+def test_a_background_ranking_iterates_without_a_snapshot(make_backend, monkeypatch, edges):
     """A background ranking ends its read transaction once the links are
-    loaded. LMDB cannot reuse a page freed after a reader began while that
-    reader lasts: a snapshot held through the iterations would make every
-    commit meanwhile grow the file (to twice the size of its tables)."""
+    loaded, or copied when it streams them. LMDB cannot reuse a page freed
+    after a reader began while that reader lasts: a snapshot held through
+    the iterations would make every commit meanwhile grow the file (to
+    twice the size of its tables)."""
     readers = []
     real = ranker_module.pagerank
 
@@ -232,7 +234,7 @@ def test_a_background_ranking_iterates_without_a_snapshot(make_backend, monkeypa
         return real(*args, **kw)
 
     monkeypatch.setattr(ranker_module, "pagerank", watched)
-    b = make_backend(POLICY="pagerank", RANK_EVERY_PAGES=5, RANK_INTERVAL=0)
+    b = make_backend(POLICY="pagerank", RANK_EVERY_PAGES=5, RANK_INTERVAL=0, RANK_EDGES=edges)
     b.add_seeds([req(u) for u in HUBS])
     for r in b.get_next_requests(10):
         crawl(b, r, hub_links(HUBS.index(r.url)))
@@ -244,6 +246,7 @@ def test_a_background_ranking_iterates_without_a_snapshot(make_backend, monkeypa
     assert readers == [[]]
     b.get_next_requests(1)  # installs it
     assert b.core.ranking.ranks.version == 1
+    assert b.db.score_info("pagerank")["edges"] == edges
 
 
 def test_policy_needs_its_ranking(tmp_path):

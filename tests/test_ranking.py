@@ -6,6 +6,8 @@ to an L1 change below 1e-12; the database rankers must agree within
 L1 < 1e-6, with the links loaded in memory and streamed from LMDB alike.
 """
 
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -94,6 +96,28 @@ def test_hits_agrees_with_scipy(graph_and_db, mode):
     assert r.converged
     assert np.abs(r.hubs - ref_h).sum() < 1e-6
     assert np.abs(r.authorities - ref_a).sum() < 1e-6
+
+
+def test_streamed_links_read_from_a_copy_outlive_their_snapshot(graph_and_db, tmp_path):
+    """With ``spill``, streamed links are copied to an unlinked temporary
+    file and read from it: none of their arrays is a view of the database's
+    map (without it every one is), PageRank and HITS run after the snapshot
+    ended agree with scipy, and the directory is left empty."""
+    _, db, a = graph_and_db
+    with db.snapshot() as txn:
+        blocks = [np.frombuffer(v, np.uint8) for _, v in txn.cursor(db=db.dbs[b"edges"])]
+        in_place = database_links(db, txn, mode="stream")
+        copied = database_links(db, txn, mode="stream", spill=str(tmp_path))
+        on_map = [any(np.shares_memory(m.indices, b) for b in blocks) for *_, m in in_place._slices]
+        assert on_map and all(on_map)
+        assert not any(np.shares_memory(m.indices, b) for *_, m in copied._slices for b in blocks)
+        del in_place
+    assert os.listdir(tmp_path) == []
+    assert copied.streamed and copied.n_links == a.nnz
+    ref_h, ref_a = reference_hits(a)
+    r, h = pagerank(copied, tol=1e-10), hits(copied, tol=1e-10, max_iter=5000)
+    assert np.abs(r.scores - reference_pagerank(a, np.ones(a.shape[0]))).sum() < 1e-6
+    assert np.abs(h.hubs - ref_h).sum() < 1e-6 and np.abs(h.authorities - ref_a).sum() < 1e-6
 
 
 def test_topic_hits_agrees_with_scipy(graph_and_db):

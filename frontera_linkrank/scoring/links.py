@@ -10,7 +10,8 @@ unchanged on any of:
   either *loaded* once into index arrays (:class:`MatrixLinks`, 4 bytes
   per link kept) or *streamed* from the LMDB blocks on every
   product (:class:`StreamedLinks`, a few bytes per *page*: the blocks are
-  read in place from the memory map, never copied).
+  read in place from the memory map, or from a copy of their links in a
+  temporary file when the snapshot is to end before the iterations).
 
 :func:`database_adjacency` gives the same current links as a plain
 ``n x n`` CSR adjacency matrix, for the tools that need the matrix itself
@@ -40,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-from ..numeric import row_slices
+from ..numeric import file_copies, row_slices
 from .pattern import SLICE_LINKS, Pattern, add_transposed_product, slice_view, transpose_indices
 
 if TYPE_CHECKING:
@@ -229,7 +230,9 @@ class StreamedLinks:
     keeps which of its rows are current rows of a *source* (a page with
     out-links) and where that source is among :attr:`sources`, over which
     the vectors that are zero elsewhere are held. The transaction ``txn``
-    must stay open (the arrays are views on the map).
+    must stay open (the arrays are views on the map), unless ``spill``
+    names a directory: the blocks' links are then read from a copy in a
+    nameless file there, and ``txn`` may end once this is built.
 
     Parameters
     ----------
@@ -242,6 +245,9 @@ class StreamedLinks:
     inter_host : bool
         Keep only links between different hosts (a per-link mask is then
         computed on every product: slower, still no copy of the links).
+    spill : str, optional
+        Directory for the copy of the links (4 bytes per stored link, on
+        the database's file system: ``PageDB.path``).
     """
 
     streamed = True
@@ -253,6 +259,7 @@ class StreamedLinks:
         n: int,
         hosts: ArrayLike | None = None,
         inter_host: bool = False,
+        spill: str | None = None,
     ) -> None:
         self.n = int(n)
         self.inter_host = bool(inter_host)
@@ -273,6 +280,9 @@ class StreamedLinks:
             deg[src] += counts
             self.n_links += int(counts.sum())
             found.append((src, fresh, ptr, dst))
+        if spill is not None:
+            copies = file_copies([dst for *_, dst in found], spill)
+            found = [(src, fresh, ptr, dst) for (src, fresh, ptr, _), dst in zip(found, copies)]
         self.sources = np.flatnonzero(deg)
         self._degree = deg[self.sources]
         # Each block cut into slices of rows of at most SLICE_LINKS links, a
@@ -358,6 +368,7 @@ def database_links(
     mode: str = "auto",
     inter_host: bool = False,
     memory_limit: int = 2 * 1024**3,
+    spill: str | None = None,
 ) -> MatrixLinks | StreamedLinks:
     """The current links of page database ``db`` in snapshot ``txn``.
 
@@ -375,6 +386,8 @@ def database_links(
         them when they take less than ``memory_limit`` bytes.
     inter_host : bool
         Keep only links between pages of different hosts.
+    spill : str, optional
+        Streamed links are copied to a file there: ``txn`` may then end.
     """
     if n is None:
         n = snapshot_pages(db, txn)
@@ -382,7 +395,7 @@ def database_links(
     if mode == "auto":
         mode = "memory" if db.edges.n_stored_edges * LINK_BYTES_LOADED <= memory_limit else "stream"
     if mode == "stream":
-        return StreamedLinks(db.edges, txn, n, hosts, inter_host)
+        return StreamedLinks(db.edges, txn, n, hosts, inter_host, spill)
     if mode != "memory":
         raise ValueError(f"mode must be auto, memory or stream, not {mode!r}")
     rows, ptr, dst = _current_rows(db, txn, n, hosts)

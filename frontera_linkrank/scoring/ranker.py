@@ -10,8 +10,9 @@ the vectors' length; :class:`RankScores` gives them a defined value.
 own snapshot while the crawl goes on: the products are scipy/numpy calls
 that release the GIL for most of their time, and the crawl's thread only
 waits for the (short) hand-over of the finished vectors. The snapshot ends
-once the links are loaded, so the crawl's commits meanwhile reuse the
-pages they free.
+once the links are loaded (streamed links are read from a copy in a
+temporary file), so the crawl's commits meanwhile reuse the pages they
+free.
 
 Score vectors are stored in the page database's ``scores`` table under the
 names ``pagerank``, ``authority`` and ``hub``, each with an info record
@@ -151,7 +152,8 @@ def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None =
     config : RankConfig
     txn : lmdb.Transaction, optional
         Read transaction to use throughout (default: one opened by
-        ``snapshot`` and ended as soon as the links are loaded).
+        ``snapshot`` and ended as soon as the links are loaded, or copied
+        when they are streamed).
     version : int, optional
         Version of the result (default: one more than the stored one).
     previous : Ranking, optional
@@ -174,20 +176,19 @@ def rank_snapshot(db: PageDB, config: RankConfig, txn: lmdb.Transaction | None =
     """
     if txn is None:
         with (snapshot or db.snapshot)() as own:
-            inputs = _inputs(db, config, own, version, previous, scores)
-            if inputs[4].streamed:
-                return _rank(config, inputs, callback, stash)
-        # The links are loaded: the snapshot ends before the iterations.
-        # LMDB cannot reuse a page freed after a reader began while it
-        # lasts, so a long one makes the crawl's commits grow the file.
+            inputs = _inputs(db, config, own, version, previous, scores, spill=db.path)
+        # The links are loaded or copied: the snapshot ends before the
+        # iterations. LMDB cannot reuse a page freed after a reader began
+        # while it lasts, so a long one makes the crawl's commits grow the
+        # file.
         return _rank(config, inputs, callback, stash)
     return _rank(config, _inputs(db, config, txn, version, previous, scores), callback, stash)
 
 
 def _inputs(db: PageDB, config: RankConfig, txn: lmdb.Transaction, version: int | None,
-            previous: Ranking | None, scores: np.ndarray | None) -> list[Any]:
+            previous: Ranking | None, scores: np.ndarray | None, spill: str | None = None) -> list[Any]:
     """What a ranking reads from snapshot ``txn``: ``[started, n, version,
-    scores, links, x0]``; all copies but streamed links (``x0``, the
+    scores, links, x0]``; all copies but streamed links read in place (``x0``, the
     previous PageRank, is only read: pages beyond it start at 1/n)."""
     started = time.time()
     n = snapshot_pages(db, txn)
@@ -195,7 +196,7 @@ def _inputs(db: PageDB, config: RankConfig, txn: lmdb.Transaction, version: int 
         version = stored_version(db, txn) + 1
     if scores is None and config.personalized:
         scores = content_scores(db, n)
-    links = database_links(db, txn, n, config.edges, config.inter_host, config.memory_limit)
+    links = database_links(db, txn, n, config.edges, config.inter_host, config.memory_limit, spill)
     x0 = None
     if "pagerank" in config.algorithms:
         x0 = previous.vectors.get("pagerank") if previous is not None else None

@@ -203,10 +203,11 @@ RANKING = Section("Periodic ranking (PageRank, HITS)", (
     S("LINKRANK_RANK_INTER_HOST", Bool(), False,
       "Rank on links between different hosts only (same-host links are mostly navigation)."),
     A("LINKRANK_RANK_EDGES", Choice(EDGE_MODES), "auto", "How a ranking reads the links.",
-      "`memory`: loaded once per ranking into index arrays (4 bytes per link and per page); `stream`: read from "
-      "the LMDB blocks on every iteration (about 4 bytes per page with out-links; the ranking then holds its LMDB "
-      "snapshot to the end, so pages the crawl frees meanwhile are not reused); `auto`: memory while they fit "
-      "`LINKRANK_RANK_MEMORY_LIMIT`."),
+      "`memory`: loaded once per ranking into index arrays (4 bytes per link and per page); `stream`: copied "
+      "once per ranking to an unlinked temporary file in the database's directory (4 bytes per stored link on "
+      "disk) and read from it on every iteration (about 4 bytes per page with out-links in memory); `auto`: "
+      "memory while they fit `LINKRANK_RANK_MEMORY_LIMIT`. Either way the ranking's LMDB snapshot ends before "
+      "its iterations, so the pages the crawl frees meanwhile are reused."),
     A("LINKRANK_RANK_MEMORY_LIMIT", Int(lo=0, in_bytes=True), 2 * 1024**3,
       "`LINKRANK_RANK_EDGES = \"auto\"` loads the links when they take at most this many bytes."),
     A("LINKRANK_RANK_TOLERANCE", Float(lo=0, open_lo=True), 1e-8,
