@@ -72,6 +72,44 @@ def test_a_report_sent_twice_is_applied_once(tmp_path, redis_server):
     svc.core.close()
 
 
+def test_a_page_received_under_two_entries_is_one_request_and_both_are_acknowledged(redis_server):
+    """A frontier that finds the broker's streams gone republishes the
+    leases it has out, so a spider may hold one page under two feed
+    entries. It makes one request of them, reports it under the newer lease
+    and acknowledges both: an entry left unacknowledged would keep the
+    spider waiting for the crawl to finish for ever."""
+    from frontera.core.models import Response
+
+    from frontera_linkrank.scrapy.remote import RemoteManager
+
+    url = "http://h0.test/p1"
+    t = RedisTransport(redis_server.url, "u")
+    t.setup(1)
+    t.publish([(0, seq, codec.pack({"v": 1, "t": "f", "l": lease, "f": fp(url), "u": url, "d": 0}))
+               for seq, lease in ((1, 6), (2, 5))])
+    t.put("assignment", {"version": 1, "owners": ["s1"]})
+    client = RemoteFrontier(lambda: RedisTransport(redis_server.url, "u"), "s1", prefetch=4, interval=0.2)
+    manager = RemoteManager(client)
+    client.start()
+    try:
+        deadline = time.monotonic() + 20
+        while client.n_waiting < 2:
+            assert time.monotonic() < deadline, "the feed entries did not arrive"
+            time.sleep(0.05)
+        requests = manager.get_next_requests(4)
+        assert [r.url for r in requests] == [url] and manager.stats()["duplicate_entries"] == 1
+        manager.page_crawled(Response(url, request=requests[0]))
+        manager.end_report()
+        while client.stats()["held"]:
+            assert time.monotonic() < deadline, "an entry stayed held"
+            time.sleep(0.05)
+    finally:
+        client.stop()
+    assert t.feed_pending([0])[0][1] == 0  # both acknowledged at the broker
+    (report,) = [codec.read_log(raw) for _, raw in t.read_log(10, 0)]
+    assert [(item["u"], item["l"]) for item in report["i"]] == [(url, 6)]
+
+
 def test_back_pressure_bounds_what_a_spider_holds_and_redis_keeps(tmp_path, redis_server):
     svc = service(tmp_path, redis_server)
     svc.core.add_seeds([OutgoingRequest(f"http://h{k}.test/") for k in range(200)])

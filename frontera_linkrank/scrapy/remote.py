@@ -96,6 +96,7 @@ class RemoteManager:
         self.held: dict[bytes, tuple[int, str, int]] = {}  # fingerprint -> (partition, entry id, lease)
         self._current: tuple[int, str, dict] | None = None
         self.unmatched = 0
+        self.duplicates = 0  # feed entries of a page held under another entry
         self.dropped_meta = 0  # meta keys and headers dropped from unsigned requests
 
     # -- what the scheduler calls ------------------------------------------------------------
@@ -110,6 +111,16 @@ class RemoteManager:
     def get_next_requests(self, max_n: int = 0, key_type: str = "domain", overused_keys: Any = ()) -> list[FRequest]:
         out = []
         for p, entry_id, e in self.client.take(max_n):
+            held = self.held.get(e.fp)
+            if held is not None:
+                # The page is out already under another entry (the frontier republishes the leases it
+                # has out when the broker lost them): one request, reported under the newer lease; the
+                # other entry is acknowledged now, or the spider would wait for it for ever.
+                keep, other = ((p, entry_id, e.lease), held) if e.lease >= held[2] else (held, (p, entry_id, e.lease))
+                self.held[e.fp] = keep
+                self.client.ack(other[0], other[1])
+                self.duplicates += 1
+                continue
             parts = e.parts or {}
             if not self.signed and parts:
                 parts = self._unsigned(e.url, parts)
@@ -209,6 +220,7 @@ class RemoteManager:
         out = self.client.stats()
         out["pages_crawled"] = out.get("fetched", 0)
         out["unmatched_reports"] = self.unmatched
+        out["duplicate_entries"] = self.duplicates
         out["unsigned_meta_dropped"] = self.dropped_meta
         return out
 

@@ -111,6 +111,12 @@ class RemoteFrontier:
             self._reports.append(((partition, entry_id), item))
         self.counters["fetched" if item.get("k") == "f" else "failed"] += 1
 
+    def ack(self, partition: int, entry_id: str) -> None:
+        """Acknowledge the feed entry ``(partition, entry_id)`` without a
+        report: its page is reported under another entry."""
+        with self._lock:
+            self._reports.append(((partition, entry_id), None))
+
     def add_seeds(self, links: list[list]) -> None:
         """Send seeds (wire links) to the frontier."""
         with self._lock:
