@@ -303,8 +303,9 @@ class RemoteScheduler(LinkRankScheduler):
         elif idle >= IDLE_LOG and not self._idle_logged and not client.finished():
             self._idle_logged = True
             st = client.stats()
-            logger.info("no requests from the frontier for %.0f s: this spider owns %d partitions; frontier %s, "
-                        "%s queued, %s spiders%s", idle, st.get("partitions", 0), st.get("frontier/state"),
+            logger.info("no requests from the frontier for %.0f s: this spider owns %d partitions and holds %d "
+                        "entries not reported; frontier %s, %s queued, %s spiders%s", idle, st.get("partitions", 0),
+                        st.get("held", 0), st.get("frontier/state"),
                         st.get("frontier/queued", "?"), st.get("frontier/spiders", "?"),
                         " (its hosts are with the other spiders: a host is fetched by one spider at a time)"
                         if not st.get("partitions") or st.get("frontier/queued") else "")
