@@ -12,8 +12,11 @@ import lmdb
 import msgpack
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from frontera_linkrank.storage.edges import EdgeStore, merge_rows
+from frontera_linkrank.storage.hostpages import HostPages
 from frontera_linkrank.storage.keys import page_key
 from frontera_linkrank.storage.pagedb import VISIT, PageDB, PageDBError, WriterLockedError
 from frontera_linkrank.storage.sidetable import Json, RecordLog
@@ -634,3 +637,56 @@ def test_a_schema_2_database_is_read_and_upgraded_by_its_first_writer(make_backe
     b.frontier_stop()
     with PageDB(path, readonly=True) as db:
         assert db.meta["version"] == 3 and db.n_pages >= n
+
+
+class _Abort(Exception):
+    pass
+
+
+_HOST_OPS = st.lists(st.one_of(
+    st.tuples(st.just("add"), st.lists(st.integers(0, 4), max_size=10)),
+    st.tuples(st.just("replace"), st.integers(0, 4), st.integers(1, 3)),
+    st.tuples(st.just("commit")),
+    st.tuples(st.just("abort")),
+), max_size=25)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_HOST_OPS)
+def test_host_page_lists_agree_with_lists_through_additions_replacements_and_failed_commits(tmp_path, ops):
+    """Every host's list, read within a batch (committed blocks and the
+    batch's additions), after commits, after a commit that failed and is
+    retried with the next one, and from a new reader of the table, holds
+    exactly the pages a plain list per host holds."""
+    env = lmdb.open(str(tmp_path / f"hp{len(os.listdir(tmp_path))}"), max_dbs=1)
+    db = env.open_db(b"hostpages")
+    lists = HostPages(db)
+    model: dict[int, list[int]] = {h: [] for h in range(5)}
+    committed = {h: [] for h in range(5)}
+    n = 0
+    for op in ops:
+        if op[0] == "add":
+            hosts = op[1]
+            lists.add(np.array(hosts, np.int64), np.arange(n, n + len(hosts)))
+            for k, h in enumerate(hosts):
+                model[h].append(n + k)
+            n += len(hosts)
+        elif op[0] == "replace":
+            _, h, step = op
+            model[h] = model[h][::step]
+            lists.replace(h, np.array(model[h], np.int64))
+        elif op[0] == "commit":
+            with env.begin(write=True) as txn:
+                lists.write(txn)
+            lists.written()
+            committed = {h: list(p) for h, p in model.items()}
+        else:
+            with pytest.raises(_Abort), env.begin(write=True) as txn:
+                lists.write(txn)
+                raise _Abort
+        with env.begin() as txn:
+            assert {h: sorted(lists.pages(txn, h).tolist()) for h in model} == {h: sorted(p) for h, p in model.items()}
+            fresh = HostPages(db)
+            assert {h: sorted(fresh.pages(txn, h).tolist()) for h in model} == {
+                h: sorted(p) for h, p in committed.items()}
+    env.close()

@@ -60,6 +60,7 @@ class ColdRecords:
         self._snapshot = snapshot
         self._rows = np.empty(256, COLD_RECORD)  # records of this batch
         self._slot: dict[int, int] = {}  # page -> its row
+        self._page = np.empty(256, np.int64)  # row -> its page
         self._dirty = np.zeros(256, bool)
         self.n_rows = 0
 
@@ -73,7 +74,9 @@ class ColdRecords:
             rows[: self.n_rows] = self._rows[: self.n_rows]
             dirty = np.zeros(size, bool)
             dirty[: self.n_rows] = self._dirty[: self.n_rows]
-            self._rows, self._dirty = rows, dirty
+            page = np.empty(size, np.int64)
+            page[: self.n_rows] = self._page[: self.n_rows]
+            self._rows, self._dirty, self._page = rows, dirty, page
 
     def create(self, start: int, k: int, fps: np.ndarray, parents: Any = None) -> None:
         """Records of the new pages ``start .. start+k-1`` (defaults, their
@@ -86,6 +89,7 @@ class ColdRecords:
         if parents is not None:
             rows["parent"] = parents
         self._dirty[lo : lo + k] = True
+        self._page[lo : lo + k] = np.arange(start, start + k)
         self._slot.update(zip(range(start, start + k), range(lo, lo + k)))
         self.n_rows += k
 
@@ -109,7 +113,8 @@ class ColdRecords:
         lo, k = self.n_rows, len(values)
         # One conversion of all the rows and keys: a batch reads thousands.
         self._rows[lo : lo + k] = np.frombuffer(b"".join(values), COLD_RECORD)
-        self._slot.update(zip(np.frombuffer(b"".join(keys), ">u8").tolist(), range(lo, lo + k)))
+        self._page[lo : lo + k] = np.frombuffer(b"".join(keys), ">u8")
+        self._slot.update(zip(self._page[lo : lo + k].tolist(), range(lo, lo + k)))
         if k != len(pages):
             gone = next(p for p in pages if p not in self._slot)
             raise CorruptDatabase(f"page {gone} has no record (corrupt database)")
@@ -151,14 +156,12 @@ class ColdRecords:
         slots = np.flatnonzero(self._dirty[: self.n_rows])
         if not len(slots):
             return
-        by_slot = {s: p for p, s in self._slot.items()}
-        pages = np.fromiter((by_slot[s] for s in slots.tolist()), np.int64, len(slots))
+        pages = self._page[slots]
         order = np.argsort(pages)
-        pages, slots = pages[order], slots[order]
-        raw = self._rows[slots].tobytes()
+        raw, keys = self._rows[slots[order]].tobytes(), pages[order].astype(">u8").tobytes()
         size = COLD_RECORD.itemsize
-        items = [(k, raw[i * size : (i + 1) * size]) for i, k in enumerate(page_keys(pages))]
-        txn.cursor(db=self.db).putmulti(items)
+        txn.cursor(db=self.db).putmulti([(keys[8 * i : 8 * i + 8], raw[size * i : size * (i + 1)])
+                                         for i in range(len(pages))])
 
     def written(self) -> None:
         """The batch was committed (or dropped): forget its records."""
@@ -168,6 +171,7 @@ class ColdRecords:
         if len(self._rows) > 1 << 16:
             self._rows = np.empty(256, COLD_RECORD)
             self._dirty = np.zeros(256, bool)
+            self._page = np.empty(256, np.int64)
 
     def read_all(self, txn: Any, n: int, path: str, start: int = 0) -> np.ndarray:
         """The records of pages ``start .. n-1`` as of ``txn`` (a crawl

@@ -30,7 +30,6 @@ Examples
 from __future__ import annotations
 
 import struct
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -38,6 +37,7 @@ import numpy as np
 from .errors import CorruptValue
 
 _KEY = struct.Struct(">II")
+_KEYS = np.dtype([("host", ">u4"), ("seq", ">u4")])  # the same keys as an array
 
 
 class HostPages:
@@ -45,34 +45,48 @@ class HostPages:
 
     def __init__(self, db: Any) -> None:
         self.db = db
-        self._added: dict[int, list[np.ndarray]] = defaultdict(list)  # host -> pages added in this batch
+        # This batch's additions as arrays (host, page), in the order added;
+        # grouped by host once, when read or written.
+        self._add_hosts: list[np.ndarray] = []
+        self._add_pages: list[np.ndarray] = []
+        self._grouped: tuple[np.ndarray, np.ndarray] | None = None
         self._replaced: dict[int, np.ndarray] = {}  # host -> its whole list, to write at commit
         self._next: dict[int, int] = {}  # host -> next block number (hosts seen since open)
 
     def add(self, hosts: np.ndarray, pages: np.ndarray) -> None:
         """List ``pages[k]`` under ``hosts[k]`` (new pages, in index order)."""
-        hosts = np.asarray(hosts, np.int64)
-        pages = np.asarray(pages, np.uint32)
         if not len(pages):
             return
-        if (hosts == hosts[0]).all():
-            self._added[int(hosts[0])].append(pages)
-            return
-        order = np.argsort(hosts, kind="stable")
-        hosts, pages = hosts[order], pages[order]
-        cuts = np.flatnonzero(np.diff(hosts)) + 1
-        for h, part in zip(hosts[np.r_[0, cuts]].tolist(), np.split(pages, cuts)):
-            self._added[h].append(part)
+        self._add_hosts.append(np.array(hosts, np.int64))  # copies: the caller's arrays may change
+        self._add_pages.append(np.array(pages, np.uint32))
+        self._grouped = None
+
+    def _added(self) -> tuple[np.ndarray, np.ndarray]:
+        """This batch's additions (hosts, pages) sorted by host, each host's
+        pages in the order added."""
+        if self._grouped is None:
+            if len(self._add_hosts) == 1:
+                hosts, pages = self._add_hosts[0], self._add_pages[0]
+            else:
+                hosts, pages = np.concatenate(self._add_hosts), np.concatenate(self._add_pages)
+            order = np.argsort(hosts, kind="stable")
+            self._grouped = hosts[order], pages[order]
+            self._add_hosts, self._add_pages = [self._grouped[0]], [self._grouped[1]]
+        return self._grouped
+
+    def _added_to(self, host: int) -> np.ndarray:
+        if not self._add_hosts:
+            return np.zeros(0, np.uint32)
+        hosts, pages = self._added()
+        return pages[np.searchsorted(hosts, host) : np.searchsorted(hosts, host, "right")]
 
     def pages(self, txn: Any, host: int) -> np.ndarray:
         """Every page listed under ``host`` (committed in ``txn``, and this
         batch's), as uint32, in no particular order."""
-        parts = []
-        if host in self._replaced:
-            parts.append(self._replaced[host])
-        else:
-            parts.extend(self._stored(txn, host))
-        parts.extend(self._added.get(host, ()))
+        parts = [self._replaced[host]] if host in self._replaced else self._stored(txn, host)
+        added = self._added_to(host)
+        if len(added):
+            parts.append(added)
         if not parts:
             return np.zeros(0, np.uint32)
         return parts[0].astype(np.uint32) if len(parts) == 1 else np.concatenate(parts).astype(np.uint32)
@@ -93,10 +107,16 @@ class HostPages:
     def replace(self, host: int, pages: np.ndarray) -> None:
         """Make ``pages`` the whole list of ``host`` (written at commit)."""
         self._replaced[host] = np.asarray(pages, np.uint32).copy()
-        self._added.pop(host, None)
+        if self._add_hosts:  # additions made before are in ``pages``
+            hosts, added = self._added()
+            lo, hi = np.searchsorted(hosts, host), np.searchsorted(hosts, host, "right")
+            if hi > lo:
+                self._grouped = np.delete(hosts, np.s_[lo:hi]), np.delete(added, np.s_[lo:hi])
+                self._add_hosts, self._add_pages = [self._grouped[0]], [self._grouped[1]]
 
     def write(self, txn: Any) -> None:
-        """Write this batch's replacements and additions in ``txn``."""
+        """Write this batch's replacements and additions in ``txn``: each
+        host's additions are one new block, all of them put in key order."""
         db = self.db
         for host, pages in self._replaced.items():
             cur = txn.cursor(db=db)
@@ -105,14 +125,22 @@ class HostPages:
                 cur.delete()
             txn.put(_KEY.pack(host, 0), pages.astype("<u4").tobytes(), db=db)
             self._next[host] = 1
-        for host in sorted(self._added):
-            parts = self._added[host]
-            seq = self._next.get(host)
-            if seq is None:
-                seq = self._last(txn, host) + 1
-            data = (parts[0] if len(parts) == 1 else np.concatenate(parts)).astype("<u4").tobytes()
-            txn.put(_KEY.pack(host, seq), data, db=db)
-            self._next[host] = seq + 1
+        if not self._add_hosts:
+            return
+        hosts, pages = self._added()
+        if not len(hosts):  # every addition was to a host replaced since
+            return
+        first = np.flatnonzero(np.r_[True, hosts[1:] != hosts[:-1]])
+        bounds = np.r_[first, len(hosts)].tolist()
+        listed = hosts[first].tolist()
+        known = self._next
+        seqs = [known[h] if h in known else self._last(txn, h) + 1 for h in listed]
+        keys = np.empty(len(listed), _KEYS)
+        keys["host"], keys["seq"] = listed, seqs
+        raw_keys, raw_pages = keys.tobytes(), pages.astype("<u4").tobytes()
+        txn.cursor(db=db).putmulti([(raw_keys[8 * k : 8 * k + 8], raw_pages[4 * a : 4 * b])
+                                    for k, (a, b) in enumerate(zip(bounds, bounds[1:]))])
+        known.update(zip(listed, [s + 1 for s in seqs]))
 
     def _last(self, txn: Any, host: int) -> int:
         """Number of the last block of ``host`` (-1: none)."""
@@ -127,7 +155,7 @@ class HostPages:
 
     def written(self) -> None:
         """The batch was committed: forget its additions and replacements."""
-        self._added.clear()
+        self._add_hosts, self._add_pages, self._grouped = [], [], None
         self._replaced.clear()
 
     def discard(self) -> None:
@@ -139,4 +167,4 @@ class HostPages:
     @property
     def n_pending(self) -> int:
         """Pages added in this batch (not committed yet)."""
-        return sum(len(p) for parts in self._added.values() for p in parts)
+        return sum(len(p) for p in self._add_pages)
