@@ -56,20 +56,50 @@ def links_of(p):
     return [*own, *popular.tolist()]
 
 
+class GcClock:
+    """Seconds CPython's cyclic garbage collector runs while :attr:`inside`
+    is set (the backend's calls), per generation (2: full collections)."""
+
+    def __init__(self):
+        self.inside = False
+        self.seconds = [0.0, 0.0, 0.0]
+        self.count = [0, 0, 0]
+        self._start = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase, info):
+        if not self.inside:
+            return
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.seconds[info["generation"]] += time.perf_counter() - self._start
+            self.count[info["generation"]] += 1
+
+    def close(self):
+        gc.callbacks.remove(self._callback)
+        return self
+
+
 def run(backend, target_pages, batch, known, report_every):
     """Crawl until ``known()`` reaches ``target_pages``; return checkpoints
-    ``(known pages, crawled pages, links, seconds in backend)``."""
+    ``(known pages, crawled pages, links, seconds in backend)`` and the
+    :class:`GcClock` of the backend's calls."""
     spent = 0.0
     crawled = links = 0
     checkpoints = []
     next_report = report_every
+    clock = GcClock()
+    clock.inside = True
     t = time.perf_counter()
     backend.add_seeds([make_request(0)])
     spent += time.perf_counter() - t
     while True:
+        clock.inside = True
         t = time.perf_counter()
         reqs = backend.get_next_requests(batch)
         spent += time.perf_counter() - t
+        clock.inside = False
         if not reqs:
             break
         work = []
@@ -77,11 +107,13 @@ def run(backend, target_pages, batch, known, report_every):
             ls = [make_request(q) for q in links_of(page_of(r.url))]
             work.append((Response(r.url, request=r), r, ls))
             links += len(ls)
+        clock.inside = True
         t = time.perf_counter()
         for resp, r, ls in work:
             backend.page_crawled(resp)
             backend.links_extracted(r, ls)
         spent += time.perf_counter() - t
+        clock.inside = False
         crawled += len(reqs)
         n = known()
         if n >= next_report:
@@ -89,7 +121,7 @@ def run(backend, target_pages, batch, known, report_every):
             next_report += report_every
         if n >= target_pages:
             break
-    return checkpoints
+    return checkpoints, clock.close()
 
 
 def main(argv=None):
@@ -116,7 +148,7 @@ def main(argv=None):
         )
         policy = backend.core.settings.POLICY
         gc.collect()
-        ours = run(backend, args.pages, args.batch, lambda: backend.db.n_pages, report)
+        ours, ours_gc = run(backend, args.pages, args.batch, lambda: backend.db.n_pages, report)
         rankings = backend.core.counters.get("rankings", 0)
         t = time.perf_counter()
         backend.frontier_stop()
@@ -128,7 +160,7 @@ def main(argv=None):
     manager = FrontierManager.from_settings(Settings(attributes={"BACKEND": "frontera.contrib.backends.memory.FIFO"}))
     fifo = manager.backend
     gc.collect()
-    base = run(fifo, args.pages, args.batch, lambda: len(fifo.metadata.requests), report)
+    base, base_gc = run(fifo, args.pages, args.batch, lambda: len(fifo.metadata.requests), report)
 
     print(f"python {sys.version.split()[0]}, policy {policy}, sync {not args.no_sync}, batch {args.batch}")
     print(
@@ -139,6 +171,9 @@ def main(argv=None):
     print(
         f"final commit and close: {close_s:.2f} s; database size {size / 2**20:.0f} MiB; rankings installed: {rankings}"
     )
+    for name, checkpoints, clock in (("linkrank", ours, ours_gc), ("memory FIFO", base, base_gc)):
+        print(f"{name}: cyclic GC {sum(clock.seconds):.1f} s of {checkpoints[-1][3]:.1f} s in the backend's calls, "
+              f"{clock.seconds[2]:.1f} s in {clock.count[2]} full collections")
 
 
 if __name__ == "__main__":
