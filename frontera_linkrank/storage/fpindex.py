@@ -233,7 +233,7 @@ class FingerprintIndex:
     def find_many(self, fps: Sequence[bytes]) -> list[int | None]:
         """Indices of the pages with fingerprints ``fps`` (None: unknown)."""
         if len(fps) <= FEW and not isinstance(fps, np.ndarray):
-            few: list[int | None] = [self._recall(fp) for fp in fps]
+            few: list[int | None] = [self.recall(fp) for fp in fps]
             if -1 not in few:
                 return few
         if not isinstance(fps, np.ndarray) and any(len(fp) != 20 for fp in fps):
@@ -456,7 +456,7 @@ class FingerprintIndex:
         tail = np.ascontiguousarray(keys.view(np.uint8).reshape(-1, 20)[:, 12:]).view("<u8").ravel()
         return (tail & np.uint64(self.cache_size - 1)).astype(np.intp)
 
-    def _recall(self, fp: bytes) -> int:
+    def recall(self, fp: bytes) -> int:
         """The page of one fingerprint from this batch or the cache, or -1
         (a fingerprint asked alone, as a response's: no array operations)."""
         i = self.new.get(fp)

@@ -222,6 +222,11 @@ class PageRecords:
     def find(self, fp: bytes) -> int | None:
         """Index of the page with fingerprint ``fp`` (20 bytes), or None."""
         if self.compact:
+            # This batch's new pages and the pages handed out (cached) answer
+            # from memory: a response's lookup reads nothing stored.
+            i = self._fps.recall(fp) if type(fp) is bytes else -1
+            if i >= 0:
+                return i
             with self._damage("fingerprint index"):
                 return self._fps.find(fp)
         return self.fp_index.get(fp)
