@@ -70,9 +70,14 @@ class HostPages:
             else:
                 hosts, pages = np.concatenate(self._add_hosts), np.concatenate(self._add_pages)
             order = np.argsort(hosts, kind="stable")
-            self._grouped = hosts[order], pages[order]
-            self._add_hosts, self._add_pages = [self._grouped[0]], [self._grouped[1]]
+            self._set_added(hosts[order], pages[order])
+        assert self._grouped is not None
         return self._grouped
+
+    def _set_added(self, hosts: np.ndarray, pages: np.ndarray) -> None:
+        """Make ``hosts``, ``pages`` (grouped by host) the batch's additions."""
+        self._grouped = hosts, pages
+        self._add_hosts, self._add_pages = [hosts], [pages]
 
     def _added_to(self, host: int) -> np.ndarray:
         if not self._add_hosts:
@@ -111,8 +116,7 @@ class HostPages:
             hosts, added = self._added()
             lo, hi = np.searchsorted(hosts, host), np.searchsorted(hosts, host, "right")
             if hi > lo:
-                self._grouped = np.delete(hosts, np.s_[lo:hi]), np.delete(added, np.s_[lo:hi])
-                self._add_hosts, self._add_pages = [self._grouped[0]], [self._grouped[1]]
+                self._set_added(np.delete(hosts, np.s_[lo:hi]), np.delete(added, np.s_[lo:hi]))
 
     def write(self, txn: Any) -> None:
         """Write this batch's replacements and additions in ``txn``: each
