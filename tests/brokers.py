@@ -52,6 +52,7 @@ class RedisServer:
 
     def start(self, timeout=10):
         """Start (again) on the same directory: it loads its append-only file if there is one."""
+        os.makedirs(os.path.dirname(self.socket), exist_ok=True)
         if os.path.exists(self.socket):
             os.unlink(self.socket)
         self.proc = subprocess.Popen(
@@ -97,3 +98,5 @@ class RedisServer:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.kill9()
+        # The socket's directory is made again by the next start.
+        shutil.rmtree(os.path.dirname(self.socket), ignore_errors=True)
