@@ -158,10 +158,10 @@ class ColdRecords:
             return
         pages = self._page[slots]
         order = np.argsort(pages)
-        raw, keys = self._rows[slots[order]].tobytes(), pages[order].astype(">u8").tobytes()
+        raw = self._rows[slots[order]].tobytes()
         size = COLD_RECORD.itemsize
-        txn.cursor(db=self.db).putmulti([(keys[8 * i : 8 * i + 8], raw[size * i : size * (i + 1)])
-                                         for i in range(len(pages))])
+        txn.cursor(db=self.db).putmulti([(key, raw[size * i : size * (i + 1)])
+                                         for i, key in enumerate(page_keys(pages[order]))])
 
     def written(self) -> None:
         """The batch was committed (or dropped): forget its records."""
