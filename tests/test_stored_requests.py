@@ -2,10 +2,12 @@
 be stored, and crafted page databases (nothing read from the database is
 ever executed)."""
 
+import gc
 import json
 import logging
 import os
 import pickle
+import weakref
 
 import lmdb
 import pytest
@@ -50,6 +52,27 @@ def test_a_single_custom_meta_key_comes_back(make_manager):
     # a link's own score alone is its hint
     db = m.backend.db
     assert db.vertices.hint[page_index(db, "http://b.test/")] == 7.0
+
+
+def test_a_plain_link_is_let_go_until_the_batch_is_applied(make_manager):
+    """Until the next batch the frontier keeps a plain link as its key and
+    URL, not the crawler's request object (a batch's worth of them would
+    outlive the garbage collector's young generations); a link with parts
+    of its own is kept whole, and both come back as they were sent."""
+    m = make_manager()
+    m.add_seeds([Request("http://seed.test/")])
+    r = crawl_seed(m)
+    plain = Request("http://a.test/")
+    post = Request("http://b.test/", method=b"POST", body=b"q=1", meta={b"score": 3.0})
+    refs = weakref.ref(plain), weakref.ref(post)
+    m.links_extracted(r, [plain, post])
+    del plain, post
+    gc.collect()
+    assert refs[0]() is None and refs[1]() is not None
+    got = {x.url: (x.method, x.body or b"") for x in m.get_next_requests(10)}
+    assert got == {"http://a.test/": (b"GET", b""), "http://b.test/": (b"POST", b"q=1")}
+    db = m.backend.db
+    assert db.vertices.hint[page_index(db, "http://b.test/")] == 3.0
 
 
 VALUES = {

@@ -26,7 +26,7 @@ from ..scheduling.policies import Batch, Policy
 from ..storage.pagedb import PageDB
 from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
 from ..storage.vertices import CRAWLED, F_CRAWLED, F_NORM_HASH, F_REDIRECT, F_SEED, MAX_DEPTH
-from .codec import CONTENT_HASH_KEY, SCORE_KEY, OutgoingRequest
+from .codec import CONTENT_HASH_KEY, FINGERPRINT_KEY, SCORE_KEY, OutgoingRequest, may_have_parts
 from .counters import Counters
 from .inputs import as_float, body_bytes, content_hash_of, int_list, url_list, url_text
 from .pages import PageRegistry
@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 class PendingRead:
     """A fetched page waiting for its AOPIC read when the batch is applied."""
 
-    __slots__ = ("idx", "status", "when", "score", "hash", "links", "late", "redirect_to", "validators", "kept_links")
+    __slots__ = ("idx", "status", "when", "score", "hash", "keys", "urls", "extra", "late", "redirect_to", "validators",
+                 "kept_links")
 
     def __init__(self, idx: int, status: int, when: float, score: float = math.nan, content_hash: int = 0,
                  late: bool = False) -> None:
@@ -47,7 +48,13 @@ class PendingRead:
         self.when = when
         self.score = score
         self.hash = content_hash
-        self.links = []
+        # The links, kept as their page keys (None: a rejected URL) and
+        # URLs; a link with more to it than a plain GET is kept whole in
+        # ``extra`` (by position). The crawler's request objects are not
+        # held until the batch is applied.
+        self.keys: list[bytes | None] = []
+        self.urls: list[Any] = []
+        self.extra: dict[int, Any] | None = None
         self.late = late  # links for a page already read: store them, move no cash
         self.redirect_to = None  # page index this one redirected to
         self.validators = None  # (etag, last_modified) to store (recrawl)
@@ -198,7 +205,27 @@ class BatchApplier:
             self.pending.append(r)
             self.pending_by_idx[i] = r
             self.counters.add("late_links", len(links))
-        r.links.extend(links)
+        keys, urls = r.keys, r.urls
+        base = len(keys)
+        unhex = binascii.unhexlify
+        for k, link in enumerate(links):
+            fp = link.meta.get(FINGERPRINT_KEY)
+            try:
+                key = unhex(fp)
+                if len(key) != 20:
+                    raise ValueError
+            except (TypeError, ValueError):
+                try:
+                    key = fingerprint_key(fp) if isinstance(fp, (bytes, str)) else fingerprint(link.url)
+                except RejectedURL as e:
+                    self.registry.reject(e, "link")
+                    key = None
+            keys.append(key)
+            urls.append(link.url)
+            if may_have_parts(link):
+                if r.extra is None:
+                    r.extra = {}
+                r.extra[base + k] = link
 
     # -- applying -------------------------------------------------------------------------
     def apply(self) -> None:
@@ -211,37 +238,18 @@ class BatchApplier:
         resolved = self.resolve(pending)
         self.read_pages(pending, resolved)
 
-    def _link_keys(self, pending: list[PendingRead]) -> list:
-        """The page key of every link of ``pending`` (None: a rejected
-        URL), per read, then a dict of the known pages among them (looked
-        up at once: one index read for the batch); the cold records of the
-        pages read are loaded with it."""
-        unhex = binascii.unhexlify
-        out: list = []
-        wanted: dict[bytes, None] = {}
+    def _known(self, pending: list[PendingRead]) -> dict:
+        """The known pages among the links' keys (looked up at once: one
+        index read for the batch); the cold records of the pages read are
+        loaded with it."""
+        wanted: dict[bytes | None, None] = {}
         for r in pending:
-            keys = []
-            for link in r.links:
-                fp = link.meta.get(b"fingerprint")
-                try:
-                    key = unhex(fp)
-                    if len(key) != 20:
-                        raise ValueError
-                except (TypeError, ValueError):
-                    try:
-                        key = fingerprint_key(fp) if isinstance(fp, (bytes, str)) else fingerprint(link.url)
-                    except RejectedURL as e:
-                        self.registry.reject(e, "link")
-                        key = None
-                keys.append(key)
-                wanted[key] = None
-            out.append(keys)
+            wanted.update(dict.fromkeys(r.keys))
         wanted.pop(None, None)
         found = list(wanted)
         known = {k: i for k, i in zip(found, self.db.find_many(found)) if i is not None}
         self.db.cold.preload(np.fromiter((r.idx for r in pending), np.int64, len(pending)))
-        out.append(known)
-        return out
+        return known
 
     def resolve(self, pending: list[PendingRead]) -> list:  # long: one pass per link, inline for speed
         """Map each pending page's links to page indices, creating new pages.
@@ -254,8 +262,7 @@ class BatchApplier:
         This loop runs once per link: keep it lean.
         """
         db, v = self.db, self.db.vertices
-        keys_of = self._link_keys(pending)
-        index_get = keys_of.pop().get  # the known pages among the links' keys
+        index_get = self._known(pending).get
         cold = db.cold
         host_ids = db.host_ids
         budget = self.max_pages_per_host
@@ -269,11 +276,12 @@ class BatchApplier:
         next_idx = v.n
         out = []
         n_links = n_self = n_dup = n_over = 0
-        for r, keys in zip(pending, keys_of):
-            links = r.links
-            if not links:
+        for r in pending:
+            keys = r.keys
+            if not keys:
                 out.append(None)
                 continue
+            urls, extra = r.urls, r.extra
             src = r.idx
             own = cold.get1("fp", src)
             depth = min(int(v.depth[src]) + 1, MAX_DEPTH)
@@ -282,11 +290,10 @@ class BatchApplier:
             kids = []
             hints = None
             dropped = dropped_same = 0
-            n_links += len(links)
-            for link, key in zip(links, keys):
+            n_links += len(keys)
+            for pos, key in enumerate(keys):
                 if key is None:
                     continue
-                meta = link.meta
                 if key in seen:
                     if key == own:
                         n_self += 1
@@ -298,7 +305,7 @@ class BatchApplier:
                 if j is None:
                     j = batch_get(key)
                 if j is None:
-                    url = link.url
+                    url = urls[pos]
                     try:
                         host = check_url(url, max_len)
                     except RejectedURL as e:
@@ -321,7 +328,7 @@ class BatchApplier:
                     new_host.append(hid)
                     new_depth.append(depth)
                     new_parent.append(src)
-                    new_req.append(link)
+                    new_req.append(extra.get(pos) if extra else None)
                     kids.append(j)
                     continue
                 if cap and len(kids) >= cap:
@@ -331,8 +338,9 @@ class BatchApplier:
                         dropped_same += h == src_host
                     continue
                 kids.append(j)
-                if len(meta) > 2:
-                    hint = meta.get(SCORE_KEY)
+                if extra:
+                    link = extra.get(pos)
+                    hint = link.meta.get(SCORE_KEY) if link is not None else None
                     if hint is not None:
                         hints = hints or []
                         hints.append((j, hint))

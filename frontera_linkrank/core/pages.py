@@ -140,7 +140,7 @@ class PageRegistry:
         return i
 
     def new_pages(self, fps: list[bytes], urls: list[str], hosts: list[int], depth: Any, parents: Any,
-                  reqs: Sequence[RequestLike], flags: int = 0) -> int:
+                  reqs: Sequence[RequestLike | None], flags: int = 0) -> int:
         """Append pages (``depth``/``parents`` arrays or scalars) with their
         requests' stored parts and hints; returns the first new index."""
         db, v = self.db, self.db.vertices
@@ -152,6 +152,8 @@ class PageRegistry:
             v.flags[sl] = flags
         fp_key = FINGERPRINT_KEY
         for j, req in enumerate(reqs):
+            if req is None:  # a plain GET link (see BatchApplier.record_links)
+                continue
             # Inline fast path (once per new link): a GET whose meta is only
             # its fingerprint (and an empty scrapy_meta) has nothing to store
             # and no hint.
