@@ -172,8 +172,10 @@ def test_recrawl_on_a_static_graph_does_not_inflate_importance(make_backend, clo
     nears the true PageRank) and the cash books balance after every batch."""
     g = load_hollins(data_path("hollins"))
     truth = reference_pagerank(g.indptr, g.indices)
+    # Commits at the batches' ends only: the clock moves a second a page.
     b = make_backend(clock=clock, POLICY="opic", RECRAWL=True, RECRAWL_POLICY="uniform", RECRAWL_MIN_INTERVAL=0,
-                     RECRAWL_IMPORTANCE="aopic", HISTORY_WINDOW=3.0, HISTORY_TIME="cash")  # fmt: skip
+                     RECRAWL_IMPORTANCE="aopic", HISTORY_WINDOW=3.0, HISTORY_TIME="cash",
+                     COMMIT_INTERVAL=0)  # fmt: skip
     fps = g.fingerprints
 
     def request(v):
