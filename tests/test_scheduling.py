@@ -3,6 +3,7 @@
 import pytest
 from frontera.core.models import Request
 
+from frontera_linkrank.core.codec import OutgoingRequest
 from util import crawl, page_index, req
 
 
@@ -45,6 +46,27 @@ def test_link_score_meta_is_a_hint(make_backend):
     (r,) = b.get_next_requests(1)
     crawl(b, r, [req("http://s.test/low", score=0.2), req("http://s.test/high", score=0.7)])
     assert [x.url for x in b.get_next_requests(10)] == ["http://s.test/high", "http://s.test/low"]
+
+
+@pytest.mark.parametrize("frontera_meta", [True, False])
+def test_a_link_score_raises_the_hint_of_a_known_page(make_backend, frontera_meta):
+    """A score on a link to a page already known raises that page's hint,
+    for Frontera's requests and for requests whose meta holds only the
+    fingerprint and the score (as the Scrapy scheduler and the frontier
+    service send them)."""
+    b = make_backend(POLICY="score")
+    b.add_seeds([req("http://s.test/1"), req("http://s.test/2")])
+    first, second = b.get_next_requests(2)
+    crawl(b, first, ["http://s.test/a"])
+    b.get_next_requests(0)
+    a = page_index(b.db, "http://s.test/a")
+    assert b.db.vertices.hint[a] != 0.8
+    link = req("http://s.test/a", score=0.8)
+    if not frontera_meta:
+        link = OutgoingRequest("http://s.test/a", meta={b"fingerprint": link.meta[b"fingerprint"], b"score": 0.8})
+    crawl(b, second, [link])
+    b.get_next_requests(0)
+    assert b.db.vertices.hint[a] == 0.8
 
 
 @pytest.mark.parametrize("key_type,overused,skipped", [

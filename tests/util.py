@@ -19,7 +19,7 @@ def crawl(backend, request, links=(), status=200, **meta):
     for k, v in meta.items():
         resp.meta[k.encode()] = v
     backend.page_crawled(resp)
-    backend.links_extracted(request, [l if isinstance(l, Request) else req(l) for l in links])
+    backend.links_extracted(request, [req(l) if isinstance(l, str) else l for l in links])
 
 
 def url(i, host=None):
