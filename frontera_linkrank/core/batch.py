@@ -24,7 +24,7 @@ from ..numeric import unique
 from ..scheduling.lifecycle import PageLifecycle
 from ..scheduling.policies import Batch, Policy
 from ..storage.pagedb import PageDB
-from ..storage.urls import RejectedURL, check_url, fingerprint, fingerprint_key
+from ..storage.urls import RejectedURL, check_url
 from ..storage.vertices import CRAWLED, F_CRAWLED, F_NORM_HASH, F_REDIRECT, F_SEED, MAX_DEPTH
 from .codec import CONTENT_HASH_KEY, FINGERPRINT_KEY, SCORE_KEY, OutgoingRequest, may_have_parts
 from .counters import Counters
@@ -216,7 +216,7 @@ class BatchApplier:
                     raise ValueError
             except (TypeError, ValueError):
                 try:
-                    key = fingerprint_key(fp) if isinstance(fp, (bytes, str)) else fingerprint(link.url)
+                    key = self.registry.key_of(link)
                 except RejectedURL as e:
                     self.registry.reject(e, "link")
                     key = None

@@ -150,32 +150,20 @@ class PageRegistry:
         v.depth[sl] = np.minimum(depth, MAX_DEPTH)
         if flags:
             v.flags[sl] = flags
-        fp_key = FINGERPRINT_KEY
         for j, req in enumerate(reqs):
-            if req is None:  # a plain GET link (see BatchApplier.record_links)
+            # None: a plain GET link (BatchApplier.record_links), which has
+            # nothing to store and no hint, like any request without parts.
+            if req is None or not may_have_parts(req):
                 continue
-            # Inline fast path (once per new link): a GET whose meta is only
-            # its fingerprint (and an empty scrapy_meta) has nothing to store
-            # and no hint.
-            meta = req.meta
-            n = len(meta)
-            if (
-                fp_key in meta
-                and (n == 1 or (n == 2 and not meta.get(b"scrapy_meta", 1)))
-                and req.method == b"GET"
-                and not (req.headers or req.cookies or req.body)
-            ):
-                continue
-            if may_have_parts(req):
-                if self.priorities is not None:
-                    self.priorities.note(start + j, meta)
-                parts = request_parts(req)
-                if parts is not None:
-                    self.store_parts(start + j, parts, req.url)
-                    v.flags[start + j] |= F_EXTRAS
-                hint = req.meta.get(SCORE_KEY)
-                if hint is not None:
-                    self.set_hint(start + j, hint)
+            if self.priorities is not None:
+                self.priorities.note(start + j, req.meta)
+            parts = request_parts(req)
+            if parts is not None:
+                self.store_parts(start + j, parts, req.url)
+                v.flags[start + j] |= F_EXTRAS
+            hint = req.meta.get(SCORE_KEY)
+            if hint is not None:
+                self.set_hint(start + j, hint)
         self.lifecycle.created(start, k)
         return start
 
