@@ -6,8 +6,8 @@ against the local test web, through LinkRankScheduler.
   ``page_db_check`` finds consistent afterwards;
 - kill -9 mid-crawl, then the same command: the crawl resumes, no page is
   lost, and only requests in flight at the kill are fetched twice;
-- politeness: one request at a time per host with a download delay, many
-  hosts against one host.
+- politeness: one request at a time per host with a download delay, and
+  every host of the web fetched at once.
 """
 
 import os
@@ -163,54 +163,50 @@ def test_kill9_and_resume(tmp_path):
         db.close()
 
 
-def fetch_rate(srv):
-    """Pages per second between the first and the last page fetch, and the
-    10th percentile of the gaps between two fetches of one host, as the
-    server logged them (a request held up on its way by a loaded machine
-    shortens the gap after it: a few such pairs do not fail the test)."""
-    reqs = [(t, u) for t, _, u, _ in srv.requests() if not u.endswith("/robots.txt")]
-    times = sorted(t for t, _ in reqs)
+def hosts_in_flight(srv, hold):
+    """For each page fetch in the server's log, the hosts with a fetch in
+    flight at its arrival, and the gaps between two fetches of one host.
+
+    Every page answers ``hold`` seconds after it arrives, so a fetch that
+    arrived at ``t`` is in flight at least until ``t + hold``: the counts
+    are a lower bound whatever the machine's load (a crawler held up sends
+    later, a server held up answers later)."""
+    reqs = [(t, u.split("/")[2]) for t, _, u, _ in srv.requests() if not u.endswith("/robots.txt")]
+    busy = [len({h for t, h in reqs if t <= t0 < t + hold}) for t0, _ in reqs]
     by_host = {}
-    for t, u in reqs:
-        by_host.setdefault(u.split("/")[2], []).append(t)
+    for t, h in reqs:
+        by_host.setdefault(h, []).append(t)
     gaps = np.concatenate([np.diff(sorted(ts)) for ts in by_host.values() if len(ts) > 1])
-    return (len(times) - 1) / (times[-1] - times[0]), float(np.percentile(gaps, 10)), len(by_host)
+    return busy, gaps, len(by_host)
 
 
 def test_politeness_spreads_over_hosts(tmp_path):
-    """CONCURRENT_REQUESTS_PER_DOMAIN=1 and DOWNLOAD_DELAY=d: one host gives
-    at most ~1/d pages/s; with 8 hosts the frontier keeps all of them busy."""
-    # A delay long enough that the 8-host run is bound by the delay, not by
-    # the CPU (robust on a busy 2-core machine): 8x in theory, 3x asserted.
-    delay = 0.2
+    """CONCURRENT_REQUESTS_PER_DOMAIN=1 and a download delay on a web of 8
+    hosts whose pages answer slowly: one fetch at a time per host, and the
+    frontier hands out pages of other hosts meanwhile, so all 8 hosts are
+    fetched at once (a frontier that fills the downloader with one host's
+    pages keeps 4-6 busy)."""
+    hold = 1.0
     settings = {
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
-        "DOWNLOAD_DELAY": delay,
+        "DOWNLOAD_DELAY": 0.2,
         "LINKRANK_MAX_PAGES": 50,
     }
-    rates = {}
-    for name, single in (("single", True), ("multi", False)):
-        work = tmp_path / name
-        work.mkdir()
-        npz = multi_host_graph(str(work / "web.npz"), hosts=8, pages=60, seed=7, single_host=single)
-        g = load_graph(npz)
-        seeds = write_seeds(work / "seeds.txt", [g.urls[0]])
-        with TestWebServer(npz, str(work)) as srv:
-            out = run_crawl(srv.proxy, str(work / "db"), seeds, settings=settings)
-            assert out.returncode == 0, out.stdout[-3000:]
-            assert scrapy_stats(out.stdout)["finish_reason"] == "linkrank_page_budget"
-            rates[name] = fetch_rate(srv)
-    (single_rate, single_gap, single_hosts), (multi_rate, multi_gap, multi_hosts) = rates["single"], rates["multi"]
-    print(
-        f"pages/s: one host {single_rate:.1f}, 8 hosts {multi_rate:.1f} ({multi_rate / single_rate:.1f}x); "
-        f"same-host gaps, 10th percentile {single_gap:.3f} s / {multi_gap:.3f} s"
-    )
-    assert single_hosts == 1 and multi_hosts == 8
-    # Politeness holds: Scrapy waits 0.5d..1.5d between two fetches of a host.
-    assert min(single_gap, multi_gap) >= 0.4 * delay
-    assert single_rate <= 1.5 / (0.5 * delay)
-    # All hosts busy: far faster than one host (8x in theory).
-    assert multi_rate >= 3 * single_rate
+    npz = multi_host_graph(str(tmp_path / "web.npz"), hosts=8, pages=60, seed=7)
+    g = load_graph(npz)
+    seeds = write_seeds(tmp_path / "seeds.txt", [g.urls[0]])
+    with TestWebServer(npz, str(tmp_path), extra=["--slow", "1", "--slow-delay", str(hold)]) as srv:
+        out = run_crawl(srv.proxy, str(tmp_path / "db"), seeds, settings=settings)
+        assert out.returncode == 0, out.stdout[-3000:]
+        assert scrapy_stats(out.stdout)["finish_reason"] == "linkrank_page_budget"
+        busy, gaps, hosts = hosts_in_flight(srv, hold)
+    print(f"hosts in flight at each fetch: {busy}; same-host gaps, 10th percentile {np.percentile(gaps, 10):.3f} s")
+    assert hosts == 8
+    # Politeness: a host's next fetch waits for its previous answer (a few
+    # fetches logged late by a loaded machine may shorten a gap).
+    assert np.percentile(gaps, 10) >= 0.9 * hold
+    # All hosts busy at once, more than once.
+    assert sum(b == 8 for b in busy) >= 3, busy
 
 
 def test_a_default_crawl_of_hollins_stores_pagerank_and_hits_of_what_it_found(tmp_path):
