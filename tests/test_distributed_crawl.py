@@ -148,53 +148,6 @@ def check_db(db_path, want):
     return counters, crawled
 
 
-def test_three_spiders_share_one_frontier(tmp_path, redis_server):
-    npz, g, want, seeds = web_and_expected(tmp_path)
-    db = str(tmp_path / "db")
-    deadline = time.monotonic() + DEADLINE
-    sids = ["s1", "s2", "s3"]
-    servers = {}
-    for sid in sids:
-        (tmp_path / sid).mkdir()
-        servers[sid] = TestWebServer(npz, str(tmp_path / sid), extra=WEB)
-    frontier = Frontier(db, redis_server.url, str(tmp_path))
-    try:
-        # The seeds come from one spider (its LINKRANK_SEEDS_FILE), through the broker.
-        procs = [spider(redis_server.url, servers[sid].proxy, sid, str(tmp_path), seeds if sid == "s1" else None)
-                 for sid in sids]
-        assert wait_all(procs, deadline) == [0, 0, 0]
-        status = subprocess.run([os.path.join(BIN, "frontera-linkrank"), "frontier-status", "--broker",
-                                 redis_server.url, "--crawl", CRAWL], capture_output=True, text=True, timeout=30,
-                                env=dict(os.environ, LINKRANK_SECRET=SECRET))
-        assert frontier.stop() == 0, frontier.text()[-3000:]
-        by_spider = fetches_by_spider(servers)
-    finally:
-        frontier.stop()
-        for srv in servers.values():
-            srv.stop()
-    assert [finish_reason(str(tmp_path), sid) for sid in sids] == ["finished"] * 3
-    for sid in sids:  # each spider's stats are its own; the frontier's totals are beside them
-        with open(tmp_path / f"{sid}.log") as f:
-            stats = scrapy_stats(f.read())
-        # (one report a page: a redirect or a retry is two requests to the web)
-        assert 0 < stats["linkrank/pages_crawled"] <= len(by_spider[sid]), (sid, stats)
-        assert stats["linkrank/frontier/pages_crawled"] == len(want)
-    fetched = collections.Counter(u for fetches in by_spider.values() for _, u in fetches)
-    assert set(fetched) == want and max(fetched.values()) == 1  # every page once, nothing else
-    assert sum(1 for f in by_spider.values() if f) >= 2  # the work was shared
-    assert overlapping_hosts(by_spider) == []  # politeness across processes
-    counters, crawled = check_db(db, want)
-    assert crawled == len(want)
-    assert status.returncode == 0 and "crawl t: finished" in status.stdout, status.stdout + status.stderr
-    assert "duplicate_reports" not in status.stdout or "duplicate_reports 0" in status.stdout
-    state = RedisTransport(redis_server.url, CRAWL, secret=SECRET).get("state")
-    assert state["state"] == "stopped" and state["stats"]["reports_applied"] == state["stats"]["leases_published"]
-
-
-# -- failures ---------------------------------------------------------------------------------
-SLOW = ["-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1", "-s", "DOWNLOAD_DELAY=0.05", "-s", "LINKRANK_PREFETCH=16"]
-
-
 def published_state(url):
     """The frontier's last published state ({} while unknown or while the broker is down)."""
     try:
@@ -215,6 +168,69 @@ def crawled_now(url):
 def fetched_by(url, sid):
     """Pages spider ``sid`` reported, as the frontier last published it (0 while unknown)."""
     return int(((published_state(url).get("spiders") or {}).get(sid) or {}).get("fetched", 0))
+
+
+def test_three_spiders_share_one_frontier(tmp_path, redis_server):
+    """Three spiders, the seeds from one of them: every page is fetched once,
+    no host by two spiders at once, and each spider's stats count its own
+    reports. Two spiders own the partitions before the seeds arrive, so the
+    first hosts go to both; the third joins a running crawl and gets
+    partitions when the load is next balanced (on a small web that may be
+    after the last page)."""
+    npz, g, want, seeds = web_and_expected(tmp_path)
+    db = str(tmp_path / "db")
+    deadline = time.monotonic() + DEADLINE
+    sids = ["s1", "s2", "s3"]
+    servers = {}
+    for sid in sids:
+        (tmp_path / sid).mkdir()
+        servers[sid] = TestWebServer(npz, str(tmp_path / sid), extra=WEB)
+    frontier = Frontier(db, redis_server.url, str(tmp_path))
+    procs = []
+    try:
+        procs = [spider(redis_server.url, servers[sid].proxy, sid, str(tmp_path)) for sid in ("s2", "s3")]
+        while set(published_state(redis_server.url).get("spiders") or ()) != {"s2", "s3"}:
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "s2, s3 got no partitions"
+            time.sleep(0.2)
+        # The seeds come from one spider (its LINKRANK_SEEDS_FILE), through the broker.
+        procs.append(spider(redis_server.url, servers["s1"].proxy, "s1", str(tmp_path), seeds))
+        assert wait_all(procs, deadline) == [0, 0, 0]
+        status = subprocess.run([os.path.join(BIN, "frontera-linkrank"), "frontier-status", "--broker",
+                                 redis_server.url, "--crawl", CRAWL], capture_output=True, text=True, timeout=30,
+                                env=dict(os.environ, LINKRANK_SECRET=SECRET))
+        assert frontier.stop() == 0, frontier.text()[-3000:]
+        by_spider = fetches_by_spider(servers)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+        frontier.stop()
+        for srv in servers.values():
+            srv.stop()
+    assert [finish_reason(str(tmp_path), sid) for sid in sids] == ["finished"] * 3
+    own = {}
+    for sid in sids:  # each spider's stats are its own; the frontier's totals are beside them
+        with open(tmp_path / f"{sid}.log") as f:
+            stats = scrapy_stats(f.read())
+        # (one report a page: a redirect or a retry is two requests to the web)
+        own[sid] = stats.get("linkrank/pages_crawled", 0)
+        assert own[sid] <= len(by_spider[sid]), (sid, stats)
+        assert stats["linkrank/frontier/pages_crawled"] == len(want)
+    assert own["s2"] > 0 and own["s3"] > 0, own  # the work was shared from the first page
+    fetched = collections.Counter(u for fetches in by_spider.values() for _, u in fetches)
+    assert set(fetched) == want and max(fetched.values()) == 1  # every page once, nothing else
+    assert overlapping_hosts(by_spider) == []  # politeness across processes
+    counters, crawled = check_db(db, want)
+    assert crawled == len(want)
+    assert status.returncode == 0 and "crawl t: finished" in status.stdout, status.stdout + status.stderr
+    assert "duplicate_reports" not in status.stdout or "duplicate_reports 0" in status.stdout
+    state = RedisTransport(redis_server.url, CRAWL, secret=SECRET).get("state")
+    assert state["state"] == "stopped" and state["stats"]["reports_applied"] == state["stats"]["leases_published"]
+    assert sum(own.values()) == state["stats"]["reports_applied"]  # each report counted by the spider that made it
+
+
+# -- failures ---------------------------------------------------------------------------------
+SLOW = ["-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1", "-s", "DOWNLOAD_DELAY=0.05", "-s", "LINKRANK_PREFETCH=16"]
 
 
 def run_with_events(tmp_path, redis_server, events, sids=("s1", "s2"), hosts=8, pages=50):
