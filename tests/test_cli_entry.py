@@ -109,3 +109,22 @@ def test_installed_subcommand_and_script_agree(tmp_path):
     assert [x.returncode for x in r] == [2, 2]
     assert r[0].stderr == f"page_db_stats: error: {tmp_path / 'missing'}: no such directory\n"
     assert r[1].stderr == f"frontera-linkrank stats: error: {tmp_path / 'missing'}: no such directory\n"
+
+
+def test_a_crawl_and_the_tools_that_do_not_rank_start_without_scipy():
+    """scipy (a quarter of a second of CPU to import) is loaded by the first
+    ranking, not by starting a crawl or a tool that does not rank: the
+    Scrapy scheduler, the Frontera backend, the frontier service and every
+    subcommand but ``seeds`` (whose extraction is a sparse computation)."""
+    entry = ["frontera_linkrank.scrapy", "frontera_linkrank.backend", "frontera_linkrank.service.server",
+             *(f"frontera_linkrank.cli.{c.module}" for c in COMMANDS if c.name != "seeds"),
+             "frontera_linkrank.cli.seeds"]
+    # One process imports them in turn and names the first that loads scipy.
+    code = ("import importlib, sys\n"
+            "for m in sys.argv[1:]:\n"
+            "    importlib.import_module(m)\n"
+            "    if 'scipy.sparse' in sys.modules:\n"
+            "        print(m)\n"
+            "        break\n")
+    out = subprocess.run([sys.executable, "-c", code, *entry], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "frontera_linkrank.cli.seeds", (out.stdout, out.stderr)

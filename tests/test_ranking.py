@@ -176,7 +176,7 @@ def test_the_hits_product_adds_each_pages_terms_as_a_csr_product_does(graph_and_
     without it."""
     _, db, _ = graph_and_db
     if not compiled:
-        monkeypatch.setattr(pattern_module, "_csc_matvec", None)
+        monkeypatch.setattr(pattern_module, "_compiled_csc_matvec", lambda: None)
     y = np.random.default_rng(5).random(db.n_pages)
     with db.snapshot() as txn:
         a = database_adjacency(db, txn)

@@ -28,14 +28,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from ..numeric import SCRATCH, l1_change
 from .links import LinkOperator
 from .pagerank import Progress, as_links
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 @dataclass

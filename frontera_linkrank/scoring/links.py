@@ -38,14 +38,14 @@ import json
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from ..numeric import file_copies, row_slices
-from .pattern import SLICE_LINKS, Pattern, add_transposed_product, slice_view, transpose_indices
+from .pattern import SLICE_LINKS, Pattern, add_transposed_product, csr_matrix, slice_view, transpose_indices
 
 if TYPE_CHECKING:
     import lmdb
+    import scipy.sparse as sp
 
     from ..storage.edges import EdgeStore
     from ..storage.pagedb import PageDB
@@ -147,7 +147,7 @@ class MatrixLinks:
     def __init__(
         self, adjacency: sp.spmatrix | ArrayLike, hosts: ArrayLike | None = None, inter_host: bool = False
     ) -> None:
-        a = sp.csr_matrix(adjacency)
+        a = csr_matrix(adjacency)
         a.sum_duplicates()
         coo = a.tocoo()  # sorted by row: a is canonical
         keep = coo.row != coo.col
@@ -330,7 +330,7 @@ class StreamedLinks:
     def _matrix(self, src: np.ndarray | None, m: sp.csr_matrix) -> sp.csr_matrix:
         if src is None:
             return m
-        return sp.csr_matrix((self._mask(src, m.indptr, m.indices), m.indices, m.indptr), shape=m.shape, copy=False)
+        return csr_matrix((self._mask(src, m.indptr, m.indices), m.indices, m.indptr), shape=m.shape, copy=False)
 
     def push_sources(self, s: np.ndarray) -> np.ndarray:
         y = np.zeros(self.n)
@@ -424,7 +424,7 @@ def database_adjacency(db: PageDB, txn: lmdb.Transaction, n: int | None = None) 
     degree[pages] = lens
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(degree, out=indptr[1:])
-    a = sp.csr_matrix((np.ones(len(dst)), dst, indptr), shape=(n, n))
+    a = csr_matrix((np.ones(len(dst)), dst, indptr), shape=(n, n))
     a.sort_indices()
     return a
 
@@ -446,8 +446,8 @@ def database_rows(db: PageDB, txn: lmdb.Transaction,
     if len(rows) > 1 and (rows[1:] < rows[:-1]).any():
         order = np.argsort(rows)
         index = np.int32 if max(len(dst), n) < 2**31 else np.int64
-        m = sp.csr_matrix((np.ones(len(dst), np.int8), dst.astype(index, copy=False), ptr.astype(index)),
-                          shape=(len(rows), n))[order]  # fmt: skip
+        m = csr_matrix((np.ones(len(dst), np.int8), dst.astype(index, copy=False), ptr.astype(index)),
+                       shape=(len(rows), n))[order]  # fmt: skip
         rows, lens, dst = rows[order], lens[order], m.indices
     return rows, lens, dst
 

@@ -29,14 +29,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from ..numeric import SCRATCH, l1_change
 from .links import LinkOperator, MatrixLinks
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 # Called after each iteration with (iteration, L1 change): progress reports.
 Progress = Callable[[int, float], object]

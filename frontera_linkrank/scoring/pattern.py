@@ -3,19 +3,15 @@ by slice, both ways: the links a ranking loads (:mod:`.links`)."""
 
 from __future__ import annotations
 
+import functools
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
-import scipy.sparse as sp
 
 from ..numeric import row_slices
 
-try:
-    # scipy's compiled CSC product adds into an existing array, so a
-    # transposed product over slices sums each entry in one sequence, as a
-    # CSR product of the transpose does. It is not public API: without it
-    # numpy's unbuffered add gives the same sums, more slowly.
-    from scipy.sparse._sparsetools import csc_matvec as _csc_matvec
-except ImportError:  # pragma: no cover - depends on scipy's internals
-    _csc_matvec = None
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 # Links a product handles in one sparse call. A 0/1 matrix is held as its
 # two index arrays only; each call gets a CSR view of one slice of them
@@ -75,18 +71,45 @@ def slice_view(indptr: np.ndarray, indices: np.ndarray, r0: int, r1: int, n_cols
     its own row pointers and a view of ``ones`` as weights (at least as
     long as the slice's links)."""
     s0, s1 = int(indptr[r0]), int(indptr[r1])
-    m = sp.csr_matrix((ones[: s1 - s0], indices[s0:s1], indptr[r0 : r1 + 1] - indptr[r0]),
-                      shape=(r1 - r0, int(n_cols)), copy=False)
+    m = csr_matrix((ones[: s1 - s0], indices[s0:s1], indptr[r0 : r1 + 1] - indptr[r0]),
+                   shape=(r1 - r0, int(n_cols)), copy=False)
     # scipy's constructor copies a view much shorter than its base array
     # (a weight per link): share the views instead.
     m.indices, m.data = indices[s0:s1], ones[: s1 - s0]
     return m
 
 
+def csr_matrix(*args: Any, **kwargs: Any) -> sp.csr_matrix:
+    """``scipy.sparse.csr_matrix(*args, **kwargs)``.
+
+    scipy is imported here, at the first matrix, not with this module: a
+    crawl that has not ranked yet and the tools that do not rank start
+    without it."""
+    import scipy.sparse as sp
+
+    return sp.csr_matrix(*args, **kwargs)
+
+
+@functools.cache
+def _compiled_csc_matvec() -> Any:
+    """scipy's compiled CSC product, or None.
+
+    It adds into an existing array, so a transposed product over slices
+    sums each entry in one sequence, as a CSR product of the transpose
+    does. It is not public API: without it numpy's unbuffered add gives the
+    same sums, more slowly."""
+    try:
+        from scipy.sparse._sparsetools import csc_matvec
+    except ImportError:  # pragma: no cover - depends on scipy's internals
+        return None
+    return csc_matvec
+
+
 def add_transposed_product(m: sp.csr_matrix, y: np.ndarray, out: np.ndarray) -> None:
     """``out += m.T @ y`` in place, each entry's terms added one by one in
     row order (no temporary as long as ``out``)."""
     y = np.ascontiguousarray(y, np.float64)
+    _csc_matvec = _compiled_csc_matvec()
     if _csc_matvec is not None:
         _csc_matvec(m.shape[1], m.shape[0], m.indptr, m.indices, np.ascontiguousarray(m.data, np.float64), y, out)
     else:
@@ -97,8 +120,8 @@ def transpose_indices(indptr: np.ndarray, indices: np.ndarray, shape: tuple[int,
     """Row pointers and indices of the transposed 0/1 matrix, each row's
     indices sorted (scipy's counting sort, with 1-byte weights while it
     runs)."""
-    t = sp.csr_matrix((np.ones(len(indices), np.int8), indices, indptr), shape=shape).T.tocsr()
+    t = csr_matrix((np.ones(len(indices), np.int8), indices, indptr), shape=shape).T.tocsr()
     return t.indptr, t.indices
 
 
-__all__ = ["SLICE_LINKS", "Pattern", "add_transposed_product", "slice_view", "transpose_indices"]
+__all__ = ["SLICE_LINKS", "Pattern", "add_transposed_product", "csr_matrix", "slice_view", "transpose_indices"]
