@@ -22,6 +22,7 @@ status and failures by kind are counters of the crawl (``http_404``,
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from ..numeric import top_k
 from ..scheduling.priority import PrioritizedFrontier
 from ..scoring.aopic import Aopic
 from ..scoring.ranker import RankScores
+from ..storage.meta import Encoded
 from ..storage.pagedb import PageDB
 from ..storage.vertices import F_CRAWLED, F_SEED, LEASED, STATE_NAMES, UNFETCHED
 from .batch import BatchApplier
@@ -50,6 +52,9 @@ after opening a large database, does not keep the figures old for long)."""
 STALE_STATUS = {SECTION: None}
 """The sections a tool that adds pages or links commits (``db.commit(STALE_STATUS)``):
 the crawl's status no longer holds, and the next frontier recounts."""
+EVERY_COMMIT = ("links", "pages", "hosts", "committed")
+"""The figures every commit updates; the others change with a pass only,
+and their JSON text is kept from one pass to the next."""
 _REASON = re.compile(r"\b([A-Z]\w*(?:Error|Exception|Timeout\w*|Refused|Lost|Failed|Done))\b")
 
 
@@ -102,6 +107,7 @@ class CrawlStatus:
         self.interval, self.clock = interval, clock
         saved = db.meta_section(SECTION)
         self.doc: dict[str, Any] = dict(saved) if isinstance(saved, dict) else {}
+        self._pass_text: str | None = None  # the JSON of the figures outside EVERY_COMMIT, until the next pass
         # A reopened crawl's saved figures stand for one interval, so its
         # first batch does not wait for a pass over every page.
         self._due = time.monotonic() + interval if self.doc.get("passes") else 0.0
@@ -113,7 +119,7 @@ class CrawlStatus:
             # import): the links counted once, block by block.
             with db.snapshot() as txn:
                 self.doc["links"] = sum(len(dst) for _, _, dst in db.edges.iter_current(txn, db.n_pages))
-        db.own_meta_section(SECTION, lambda: self.doc)
+        db.own_meta_section(SECTION, self._section)
 
     def force(self) -> None:
         """Make the next :meth:`update` take a full pass (at close)."""
@@ -140,6 +146,16 @@ class CrawlStatus:
             doc["passes"] = doc.get("passes", 0) + 1
             doc["pass_seconds_total"] = doc.get("pass_seconds_total", 0.0) + took
             self._due = start + max(self.interval, min(took / STATUS_SHARE, STATUS_MAX_WAIT))
+            self._pass_text = None
+
+    def _section(self) -> Encoded:
+        """The section to commit, with its JSON text: the lists of a pass
+        (hosts, queued pages) are encoded once per pass, not per commit."""
+        doc = self.doc
+        if self._pass_text is None:
+            self._pass_text = json.dumps({k: v for k, v in doc.items() if k not in EVERY_COMMIT})[1:-1]
+        every = json.dumps({k: doc[k] for k in EVERY_COMMIT if k in doc})[1:-1]
+        return Encoded(doc, "{" + ", ".join(t for t in (every, self._pass_text) if t) + "}")
 
     def _pass(self) -> None:
         """The figures read from every page's hot fields."""

@@ -30,9 +30,29 @@ def new_document() -> dict[str, Any]:
     return {"schema": SCHEMA_NAME, "version": SCHEMA_VERSION, "created": time.time(), "n_pages": 0}
 
 
+class Encoded(dict):  # type: ignore[type-arg]
+    """A section whose JSON text its owner already has (``text``, the
+    JSON of this dict): :func:`encode` writes that text instead of encoding
+    the dict again. It reads as the dict it is.
+
+    >>> encode({"n_pages": 2, "status": Encoded({"a": [1]}, '{"a": [1]}')})
+    b'{"n_pages": 2, "status": {"a": [1]}}'
+    """
+
+    def __init__(self, value: Mapping[str, Any], text: str) -> None:
+        super().__init__(value)
+        self.text = text
+
+
 def encode(doc: Mapping[str, Any]) -> bytes:
-    """The stored bytes of a document (``json.dumps`` defaults)."""
-    return json.dumps(doc).encode()
+    """The stored bytes of a document (``json.dumps`` defaults; the text of
+    an :class:`Encoded` section as it is)."""
+    known = [name for name, value in doc.items() if isinstance(value, Encoded)]
+    if not known:
+        return json.dumps(doc).encode()
+    rest = json.dumps({name: value for name, value in doc.items() if not isinstance(value, Encoded)})
+    parts = ", ".join(f"{json.dumps(name)}: {doc[name].text}" for name in known)
+    return (rest[:-1] + (", " if rest != "{}" else "") + parts + "}").encode()
 
 
 def decode(raw: bytes | memoryview | None) -> dict[str, Any]:
@@ -122,7 +142,7 @@ def _check_section(name: str) -> None:
 
 
 __all__ = [
-    "READS_VERSIONS", "SCHEMA_NAME", "SCHEMA_VERSION", "STORAGE_KEYS", "MetaDocument", "check_schema", "decode",
-    "encode",
+    "READS_VERSIONS", "SCHEMA_NAME", "SCHEMA_VERSION", "STORAGE_KEYS", "Encoded", "MetaDocument", "check_schema",
+    "decode", "encode",
     "new_document",
 ]  # fmt: skip
