@@ -172,11 +172,11 @@ def fetched_by(url, sid):
 
 def test_three_spiders_share_one_frontier(tmp_path, redis_server):
     """Three spiders, the seeds from one of them: every page is fetched once,
-    no host by two spiders at once, and each spider's stats count its own
-    reports. Two spiders own the partitions before the seeds arrive, so the
-    first hosts go to both; the third joins a running crawl and gets
-    partitions when the load is next balanced (on a small web that may be
-    after the last page)."""
+    no host by two spiders at once, the work is shared, and each spider's
+    stats count its own reports. Two spiders own every partition before
+    the seeds arrive; the third, which sends the seeds, joins the running
+    crawl and gets partitions when the load is next balanced (on a small
+    web that may be after the last page, so it may fetch nothing)."""
     npz, g, want, seeds = web_and_expected(tmp_path)
     db = str(tmp_path / "db")
     deadline = time.monotonic() + DEADLINE
@@ -216,7 +216,7 @@ def test_three_spiders_share_one_frontier(tmp_path, redis_server):
         own[sid] = stats.get("linkrank/pages_crawled", 0)
         assert own[sid] <= len(by_spider[sid]), (sid, stats)
         assert stats["linkrank/frontier/pages_crawled"] == len(want)
-    assert own["s2"] > 0 and own["s3"] > 0, own  # the work was shared from the first page
+    assert sum(1 for n in own.values() if n > 0) >= 2, own  # the work was shared
     fetched = collections.Counter(u for fetches in by_spider.values() for _, u in fetches)
     assert set(fetched) == want and max(fetched.values()) == 1  # every page once, nothing else
     assert overlapping_hosts(by_spider) == []  # politeness across processes
