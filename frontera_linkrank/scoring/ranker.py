@@ -36,6 +36,7 @@ from ..storage.vectors import top_rows
 from .hits import hits
 from .links import database_links, snapshot_pages
 from .pagerank import pagerank
+from .pattern import preload_scipy
 
 if TYPE_CHECKING:
     import lmdb
@@ -340,6 +341,7 @@ class BackgroundRanker:
     def start(self, version: int, previous: Ranking | None = None, scores: np.ndarray | None = None) -> bool:
         if self.running:
             return False
+        preload_scipy()  # in the crawl's thread: see preload_scipy
         self._result = self._error = None
         self._stashed = []
         self._cancel.clear()
