@@ -132,9 +132,11 @@ class CrawlStatus:
         if self.interval <= 0:
             return
         doc, db = self.doc, self.db
-        doc["links"] += self.batch.links_stored
+        # Set through EVERY_COMMIT: a figure set here and missing there would
+        # be committed from the text of the last pass.
+        figures = (doc["links"] + self.batch.links_stored, db.n_pages, len(db.host_names), self.clock())
+        doc.update(zip(EVERY_COMMIT, figures, strict=True))
         self.batch.links_stored = 0
-        doc["pages"], doc["hosts"], doc["committed"] = db.n_pages, len(db.host_names), self.clock()
         start = time.monotonic()
         if start >= self._due:
             # The pass's share is of the crawl's own work: its CPU time, not
