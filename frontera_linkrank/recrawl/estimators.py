@@ -62,9 +62,18 @@ def mle(intervals: ArrayLike, changed: ArrayLike, weights: ArrayLike | None = No
     if unchanged == 0:
         return math.inf
 
+    # A page's history is a handful of visits: plain floats, not numpy
+    # calls on tiny arrays, in the dozen evaluations a root takes.
+    terms = list(zip((wc * tc).tolist(), tc.tolist()))
+
     def score(lam: float) -> float:  # decreasing in lam
-        with np.errstate(over="ignore"):  # expm1 -> inf: that term is 0
-            return float((wc * tc / np.expm1(lam * tc)).sum()) - unchanged
+        total = 0.0
+        for wt, ti in terms:
+            try:
+                total += wt / math.expm1(lam * ti)
+            except OverflowError:  # exp(lam t) beyond a float: that term is 0
+                pass
+        return total - unchanged
 
     # Imported here: scipy.optimize takes longer to import than the rest of
     # the frontier, and only change-rate estimates need it (not every tool).
