@@ -36,11 +36,15 @@ chromium:
 # pyproject.toml: mypy checks numeric, storage and scoring), then the suite
 # in parallel (pytest-xdist): many tests wait on crawler subprocesses and
 # servers, so TEST_WORKERS=4 keeps two cores busy; work stealing evens out
-# the long tests. TEST_WORKERS=0 runs it in one process.
+# the long tests. TEST_WORKERS=0 runs it in one process. The sources are
+# compiled once first: the suite starts a few hundred Python processes
+# (crawls, tools, servers), and under PYTHONDONTWRITEBYTECODE each of them
+# would compile the package again.
 TEST_WORKERS ?= 4
 test: venv redis-server chromium
 	$(BIN)/ruff check frontera_linkrank tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/python -m compileall -q frontera_linkrank tests benchmarks
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 # Serve the Hollins graph (installed in frontera_linkrank/data) on 127.0.0.1,
