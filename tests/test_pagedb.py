@@ -436,6 +436,11 @@ def test_merge_rows_keeps_the_newest_row_per_source():
     new = (np.array([2]), np.array([0, 1]), np.array([9]))
     src, ptr, dst = merge_rows([old, new])
     assert src.tolist() == [1, 2] and ptr.tolist() == [0, 2, 3] and dst.tolist() == [5, 6, 9]
+    # One set: sorted as it is (a view of part of a block too), or put in order, the newest row kept.
+    src, ptr, dst = merge_rows([(np.array([4, 7]), np.array([2, 3, 5]), np.array([0, 0, 8, 1, 2, 0]))])
+    assert src.tolist() == [4, 7] and ptr.tolist() == [0, 1, 3] and dst.tolist() == [8, 1, 2]
+    src, ptr, dst = merge_rows([(np.array([7, 4, 7]), np.array([0, 1, 2, 4]), np.array([3, 8, 1, 2]))])
+    assert src.tolist() == [4, 7] and ptr.tolist() == [0, 1, 3] and dst.tolist() == [8, 1, 2]
 
 
 def add(db, urls):
