@@ -160,6 +160,18 @@ def published_state(url):
         return {}
 
 
+def heartbeats(url):
+    """The spiders with a heartbeat in the broker ({} while the broker is down)."""
+    try:
+        t = RedisTransport(url, CRAWL, secret=SECRET)
+        try:
+            return {s: info for s, info in t.spiders().items() if info is not None}
+        finally:
+            t.close()
+    except Exception:  # the broker is down in this moment
+        return {}
+
+
 def crawled_now(url):
     """pages_crawled as the frontier last published it (0 while unknown)."""
     return int((published_state(url).get("stats") or {}).get("pages_crawled", 0))
@@ -368,16 +380,29 @@ def test_two_big_hosts_go_to_two_spiders_and_the_page_budget_closes_them(tmp_pat
     for sid in ("s1", "s2"):
         (tmp_path / sid).mkdir()
         servers[sid] = TestWebServer(npz, str(tmp_path / sid))
-    frontier = Frontier(db, redis_server.url, str(tmp_path), settings=["LINKRANK_MAX_PAGES=120"])
     polite = ["-s", "CONCURRENT_REQUESTS_PER_DOMAIN=2", "-s", "LINKRANK_PREFETCH=8"]
+    deadline = time.monotonic() + DEADLINE
+    procs, frontier = [], None
     try:
         procs = [spider(redis_server.url, servers[sid].proxy, sid, str(tmp_path),
                         str(seeds) if sid == "s1" else None, extra=polite) for sid in ("s1", "s2")]
-        assert wait_all(procs, time.monotonic() + DEADLINE) == [0, 0]
+        # Both spiders beat before the frontier starts, so that its first
+        # assignment splits the partitions between them (a spider that
+        # starts later gets partitions only as the load is balanced, which
+        # on this small web may come after the last page).
+        while set(heartbeats(redis_server.url)) != {"s1", "s2"}:
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "the spiders did not start"
+            time.sleep(0.2)
+        frontier = Frontier(db, redis_server.url, str(tmp_path), settings=["LINKRANK_MAX_PAGES=120"])
+        assert wait_all(procs, deadline) == [0, 0]
         assert frontier.stop() == 0, frontier.text()[-3000:]
         by_spider = fetches_by_spider(servers)
     finally:
-        frontier.stop()
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+        if frontier is not None:
+            frontier.stop()
         for srv in servers.values():
             srv.stop()
     counts = {sid: len(f) for sid, f in by_spider.items()}
