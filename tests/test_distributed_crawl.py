@@ -148,28 +148,34 @@ def check_db(db_path, want):
     return counters, crawled
 
 
-def published_state(url):
-    """The frontier's last published state ({} while unknown or while the broker is down)."""
+def _from_broker(url, read):
+    """``read(transport)`` on a connection of its own ({} while the broker is down)."""
     try:
         t = RedisTransport(url, CRAWL, secret=SECRET)
         try:
-            return t.get("state") or {}
+            return read(t)
         finally:
             t.close()
     except Exception:  # the broker is down in this moment
         return {}
+
+
+def published_state(url):
+    """The frontier's last published state ({} while unknown or while the broker is down)."""
+    return _from_broker(url, lambda t: t.get("state") or {})
 
 
 def heartbeats(url):
     """The spiders with a heartbeat in the broker ({} while the broker is down)."""
-    try:
-        t = RedisTransport(url, CRAWL, secret=SECRET)
-        try:
-            return {s: info for s, info in t.spiders().items() if info is not None}
-        finally:
-            t.close()
-    except Exception:  # the broker is down in this moment
-        return {}
+    return _from_broker(url, lambda t: {s: info for s, info in t.spiders().items() if info is not None})
+
+
+def wait_until(ready, procs, deadline, what):
+    """Poll ``ready()`` until it holds; fail with ``what`` at the deadline or
+    when one of ``procs`` has exited."""
+    while not ready():
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), what
+        time.sleep(0.2)
 
 
 def crawled_now(url):
@@ -201,9 +207,8 @@ def test_three_spiders_share_one_frontier(tmp_path, redis_server):
     procs = []
     try:
         procs = [spider(redis_server.url, servers[sid].proxy, sid, str(tmp_path)) for sid in ("s2", "s3")]
-        while set(published_state(redis_server.url).get("spiders") or ()) != {"s2", "s3"}:
-            assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "s2, s3 got no partitions"
-            time.sleep(0.2)
+        wait_until(lambda: set(published_state(redis_server.url).get("spiders") or ()) == {"s2", "s3"}, procs,
+                   deadline, "s2, s3 got no partitions")
         # The seeds come from one spider (its LINKRANK_SEEDS_FILE), through the broker.
         procs.append(spider(redis_server.url, servers["s1"].proxy, "s1", str(tmp_path), seeds))
         assert wait_all(procs, deadline) == [0, 0, 0]
@@ -236,7 +241,7 @@ def test_three_spiders_share_one_frontier(tmp_path, redis_server):
     assert crawled == len(want)
     assert status.returncode == 0 and "crawl t: finished" in status.stdout, status.stdout + status.stderr
     assert "duplicate_reports" not in status.stdout or "duplicate_reports 0" in status.stdout
-    state = RedisTransport(redis_server.url, CRAWL, secret=SECRET).get("state")
+    state = published_state(redis_server.url)
     assert state["state"] == "stopped" and state["stats"]["reports_applied"] == state["stats"]["leases_published"]
     assert sum(own.values()) == state["stats"]["reports_applied"]  # each report counted by the spider that made it
 
@@ -390,9 +395,8 @@ def test_two_big_hosts_go_to_two_spiders_and_the_page_budget_closes_them(tmp_pat
         # assignment splits the partitions between them (a spider that
         # starts later gets partitions only as the load is balanced, which
         # on this small web may come after the last page).
-        while set(heartbeats(redis_server.url)) != {"s1", "s2"}:
-            assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "the spiders did not start"
-            time.sleep(0.2)
+        wait_until(lambda: set(heartbeats(redis_server.url)) == {"s1", "s2"}, procs, deadline,
+                   "the spiders did not start")
         frontier = Frontier(db, redis_server.url, str(tmp_path), settings=["LINKRANK_MAX_PAGES=120"])
         assert wait_all(procs, deadline) == [0, 0]
         assert frontier.stop() == 0, frontier.text()[-3000:]
