@@ -99,12 +99,13 @@ def _select_rows(src: np.ndarray, ptr: np.ndarray, dst: np.ndarray, rows: np.nda
 def merge_rows(parts: Sequence[Rows]) -> Rows:
     """Merge row sets ``(src, ptr, dst)`` given oldest first, keeping the
     newest row of each source. Returns ``(src, ptr, dst)`` sorted by src."""
-    if len(parts) == 1 and (len(parts[0][0]) < 2 or bool((parts[0][0][1:] > parts[0][0][:-1]).all())):
-        # One set with sources already in order and distinct (a batch of one
-        # page, in a polite crawl nearly every batch): nothing to merge.
+    if len(parts) == 1:
         src, ptr, dst = parts[0]
-        first, last = int(ptr[0]), int(ptr[-1])
-        return src.astype(np.int64), ptr.astype(np.int64) - first, dst[first:last].copy()
+        if len(src) < 2 or bool((src[1:] > src[:-1]).all()):
+            # Sources already in order and distinct (a batch of one page, in
+            # a polite crawl nearly every batch): nothing to merge.
+            first, last = int(ptr[0]), int(ptr[-1])
+            return src.astype(np.int64), ptr.astype(np.int64) - first, dst[first:last].copy()
     src = np.concatenate([p[0] for p in parts]).astype(np.int64)
     lens = np.concatenate([np.diff(p[1].astype(np.int64)) for p in parts])
     dst = np.concatenate([p[2] for p in parts])
