@@ -116,7 +116,8 @@ def at_least(a: np.ndarray, size: int, fill: Any = 0) -> np.ndarray:
     """
     if size <= len(a):
         return a
-    out = np.full(max(size, 2 * len(a)), fill, a.dtype)
+    size = max(size, 2 * len(a))
+    out = np.zeros(size, a.dtype) if fill == 0 else np.full(size, fill, a.dtype)
     out[: len(a)] = a
     return out
 
