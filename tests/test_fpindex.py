@@ -202,7 +202,7 @@ def test_the_index_answers_as_a_dict_does_through_splits_merges_retries_and_reop
         keys = list(known)
         asked = [keys[i] for i in rng.integers(0, len(keys), 150 if keys else 0)] + strangers[:20]
         assert ix.find_many(asked) == [known.get(fp) for fp in asked]
-        assert [ix.find(fp) for fp in asked[-30:]] == [known.get(fp) for fp in asked[-30:]]  # one at a time
+        assert [ix.find(fp) for fp in asked] == [known.get(fp) for fp in asked]  # one at a time
         if batch % 17 == 5:  # a commit that fails: nothing changes in memory, and it is done again
             with env.begin(write=True) as txn:
                 ix.write(txn, len(known))

@@ -37,9 +37,10 @@ import numpy as np
 from ..core.codec import malformed_parts
 from ..numeric import exact_sum, unique
 from ..storage.errors import LMDB_DAMAGE
-from ..storage.fpindex import as_keys, marked_written
+from ..storage.fpindex import marked_written
 from ..storage.fptables import read_held, read_marks
 from ..storage.identity import SECTION, key_for, key_scheme, stored_request_key
+from ..storage.keys import as_keys
 from ..storage.packed import Unreadable
 from ..storage.pagedb import CorruptDatabase, PageDB
 from ..storage.urls import RejectedURL, check_url

@@ -56,36 +56,11 @@ import numpy as np
 from ..numeric import spans
 from .errors import CorruptDatabase
 from .fptables import read_marks
-from .keys import key_page, page_keys
+from .keys import KEY, as_keys, key_list, key_page, page_keys, search, search_one
 
 _NONE = np.iinfo(np.int64).max  # "no pending page" in the per-range minimum
-KEY = np.dtype("S20")  # a fingerprint in an array: compared and sorted as LMDB orders keys (bytewise)
 FEW = 4  # fingerprints asked at once that are looked for one by one first (a response's own)
 MERGE_AT = 1 << 14  # recent held entries merged into the main ones past this many (or 1/8 of those)
-
-
-def as_keys(fps: Sequence[bytes] | np.ndarray) -> np.ndarray:
-    """Fingerprints (a sequence of 20-byte strings, or an array of ``V20``
-    or ``S20``) as an array of ``S20``.
-
-    >>> as_keys([b"a" * 20]).dtype
-    dtype('S20')
-    """
-    if isinstance(fps, np.ndarray):
-        if fps.dtype.itemsize != 20 or fps.dtype.kind not in "VS":
-            raise ValueError(f"fingerprints are 20-byte strings, not {fps.dtype}")
-        return np.ascontiguousarray(fps).reshape(-1).view(KEY)
-    raw = b"".join(fps)
-    if len(raw) != 20 * len(fps) or any(len(fp) != 20 for fp in fps):
-        raise ValueError("fingerprints are 20-byte strings")
-    return np.frombuffer(raw, KEY)
-
-
-def key_list(keys: np.ndarray) -> list[bytes]:
-    """An array of ``S20`` or ``V20`` as a list of 20-byte strings
-    (trailing zero bytes kept, which ``tolist`` would drop)."""
-    raw = keys.tobytes()
-    return [raw[k : k + 20] for k in range(0, len(raw), 20)]
 
 
 def key_ranges(fps: Sequence[bytes] | np.ndarray, bits: int) -> np.ndarray:
@@ -116,16 +91,6 @@ def range_start(rs: np.ndarray, bits: int) -> np.ndarray:
 def no_entries() -> tuple[np.ndarray, np.ndarray]:
     """A table of no fingerprints (fingerprints, pages)."""
     return np.zeros(0, KEY), np.zeros(0, np.int64)
-
-
-def search(table: tuple[np.ndarray, np.ndarray], keys: np.ndarray) -> np.ndarray:
-    """The page of each fingerprint in ``table`` (fingerprints sorted, and
-    their pages), or -1."""
-    fp, page = table
-    if not len(fp):
-        return np.full(len(keys), -1, np.int64)
-    pos = np.minimum(np.searchsorted(fp, keys), len(fp) - 1)
-    return np.where(fp[pos] == keys, page[pos], -1)
 
 
 def merge(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -227,8 +192,29 @@ class FingerprintIndex:
 
     # -- reads ------------------------------------------------------------------------------------
     def find(self, fp: bytes) -> int | None:
-        """Index of the page with fingerprint ``fp``, or None."""
-        return self.find_many([fp])[0]
+        """Index of the page with fingerprint ``fp``, or None: what
+        :meth:`find_many` answers, without arrays of one key (a crawler asks
+        for each link as its spider yields it)."""
+        if type(fp) is not bytes:
+            return self.find_many([fp])[0]
+        i = self.recall(fp)
+        if i < 0 and len(fp) == 20:
+            i = search_one(self._main, fp)
+            if i < 0:
+                i = search_one(self._recent, fp)
+            if i < 0:
+                self.lookups += 1
+                with self._snapshot() as txn:
+                    value = txn.get(fp, db=self.db)
+                if value is None:
+                    return None
+                if len(value) != 8:
+                    raise CorruptDatabase(f"fingerprint {fp.hex()} maps to {len(value)} bytes (corrupt database)")
+                i = key_page(value)
+                if self.cache_size:
+                    slot = int.from_bytes(fp[12:], "little") & (self.cache_size - 1)  # as _slots
+                    self._cache_fp[slot], self._cache_page[slot] = fp, i
+        return None if i < 0 else i
 
     def find_many(self, fps: Sequence[bytes]) -> list[int | None]:
         """Indices of the pages with fingerprints ``fps`` (None: unknown)."""

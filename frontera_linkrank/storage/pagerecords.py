@@ -26,9 +26,8 @@ from ..numeric import unique
 from .coldrecords import ColdRecords, CompactTable
 from .environment import begin_read
 from .errors import LMDB_DAMAGE, CorruptDatabase, PageDBError, WriteError
-from .fpindex import key_list
 from .fptables import read_held, write_held
-from .keys import page_key, page_keys
+from .keys import key_list, page_key, page_keys
 from .meta import SCHEMA_VERSION
 from .meta import decode as decode_meta
 from .meta import encode as encode_meta

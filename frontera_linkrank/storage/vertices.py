@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import CorruptDatabase
-from .fpindex import key_list
+from .keys import key_list
 
 # Page states. The values match Frontera's States constants where they mean
 # the same thing (NOT_CRAWLED=0, CRAWLED=2, ERROR=3); LEASED is "handed out".
