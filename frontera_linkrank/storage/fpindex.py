@@ -205,12 +205,12 @@ class FingerprintIndex:
             if i < 0:
                 self.lookups += 1
                 with self._snapshot() as txn:
-                    value = txn.get(fp, db=self.db)
-                if value is None:
-                    return None
-                if len(value) != 8:
-                    raise CorruptDatabase(f"fingerprint {fp.hex()} maps to {len(value)} bytes (corrupt database)")
-                i = key_page(value)
+                    value = txn.get(fp, db=self.db)  # read inside: a buffer of the snapshot's map
+                    if value is None:
+                        return None
+                    if len(value) != 8:
+                        raise CorruptDatabase(f"fingerprint {fp.hex()} maps to {len(value)} bytes (corrupt database)")
+                    i = key_page(value)
                 if self.cache_size:
                     slot = int.from_bytes(fp[12:], "little") & (self.cache_size - 1)  # as _slots
                     self._cache_fp[slot], self._cache_page[slot] = fp, i
