@@ -3,8 +3,9 @@ against Scrapy's own scheduler, on the same local web in the same run.
 
 Each run is a real ``scrapy runspider`` process with one spider (follow
 every link of every page, as the example project's spider does) against
-``frontera-linkrank serve-web hollins`` on 127.0.0.1, stopped after a
-number of pages (``CLOSESPIDER_PAGECOUNT``). The two schedulers:
+``frontera-linkrank serve-web`` (Hollins by default) on 127.0.0.1,
+stopped after a number of pages (``CLOSESPIDER_PAGECOUNT``). The two
+schedulers:
 
 - ``scrapy``: Scrapy's default scheduler, its memory queues and its
   duplicate filter;
@@ -138,8 +139,9 @@ def main(argv=None) -> None:
                     for name in SCHEDULERS:
                         row = run(work, web.proxy, seed, name, pages, f"{name}-{pages}-{r}")
                         results[name][pages].append(row)
+                        links = f", {row['links'] / row['pages']:.1f} links a page" if row["links"] else ""
                         print(f"round {r + 1}, {name:8s} {pages:6,} pages asked: {row['pages']:6,} fetched, "
-                              f"{row['cpu']:6.2f} s CPU, {row['wall']:6.2f} s wall", flush=True)
+                              f"{row['cpu']:6.2f} s CPU, {row['wall']:6.2f} s wall{links}", flush=True)
     print()
     print("| scheduler | CPU ms per page (slope) | start-up and close, CPU s | pages/s (long runs, wall) "
           "| vs Scrapy's |")
