@@ -25,6 +25,7 @@ machine.
 
     python benchmarks/scrapy_overhead.py                    # 300 and 3,000 pages, 2 rounds
     python benchmarks/scrapy_overhead.py --pages 200 2000 --rounds 3
+    python benchmarks/scrapy_overhead.py --set LINKRANK_BATCH_SIZE=64
 """
 
 import argparse
@@ -90,7 +91,7 @@ def seed_of(graph: str) -> str:
     return g.urls[int(np.diff(g.indptr).argmax())]
 
 
-def run(work: str, proxy: str, seed: str, scheduler: str, pages: int, tag: str) -> dict:
+def run(work: str, proxy: str, seed: str, scheduler: str, pages: int, tag: str, extra: list[str]) -> dict:
     """One crawl of ``pages`` pages; its CPU, wall time and Scrapy's counts."""
     stats = os.path.join(work, f"{tag}.json")
     cmd = [os.path.join(BIN, "scrapy"), "runspider", os.path.join(work, "follow_all.py"),
@@ -98,7 +99,8 @@ def run(work: str, proxy: str, seed: str, scheduler: str, pages: int, tag: str) 
            "-s", f"SCHEDULER={SCHEDULERS[scheduler]}", "-s", f"CLOSESPIDER_PAGECOUNT={pages}",
            "-s", f"LINKRANK_PATH={os.path.join(work, tag + '.db')}",
            "-s", "CONCURRENT_REQUESTS=16", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=8", "-s", "DOWNLOAD_DELAY=0",
-           "-s", "ROBOTSTXT_OBEY=False", "-s", "LOG_LEVEL=WARNING", "-s", "TELNETCONSOLE_ENABLED=False"]
+           "-s", "ROBOTSTXT_OBEY=False", "-s", "LOG_LEVEL=WARNING", "-s", "TELNETCONSOLE_ENABLED=False",
+           *(a for setting in extra for a in ("-s", setting))]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     done = subprocess.run(cmd, cwd=work, env=crawl_env(proxy), capture_output=True, text=True, timeout=900)
@@ -121,6 +123,8 @@ def main(argv=None) -> None:
     ap.add_argument("--pages", type=int, nargs=2, default=(300, 3000), metavar=("SHORT", "LONG"),
                     help="the two crawl lengths (pages fetched)")
     ap.add_argument("--graph", default="hollins", help="the web served: hollins, uk2007, ukwa, a .npz (see serve-web)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a setting for both crawls (LINKRANK_* ones reach only the frontier)")
     ap.add_argument("--rounds", type=int, default=2, help="runs of each scheduler and length")
     ap.add_argument("--json", metavar="FILE", help="write every run's figures here")
     args = ap.parse_args(argv)
@@ -137,7 +141,7 @@ def main(argv=None) -> None:
             for r in range(args.rounds):
                 for pages in (short, long_):
                     for name in SCHEDULERS:
-                        row = run(work, web.proxy, seed, name, pages, f"{name}-{pages}-{r}")
+                        row = run(work, web.proxy, seed, name, pages, f"{name}-{pages}-{r}", args.set)
                         results[name][pages].append(row)
                         links = f", {row['links'] / row['pages']:.1f} links a page" if row["links"] else ""
                         print(f"round {r + 1}, {name:8s} {pages:6,} pages asked: {row['pages']:6,} fetched, "
