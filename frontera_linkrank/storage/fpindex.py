@@ -93,6 +93,13 @@ def no_entries() -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(0, KEY), np.zeros(0, np.int64)
 
 
+def stored_page(fp: bytes, value: bytes | memoryview) -> int:
+    """The page a value of the table names (8 bytes), for fingerprint ``fp``."""
+    if len(value) != 8:
+        raise CorruptDatabase(f"fingerprint {fp.hex()} maps to {len(value)} bytes (corrupt database)")
+    return key_page(value)
+
+
 def merge(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Two tables sorted by fingerprint (fingerprints, pages) as one."""
     if not len(b[0]):
@@ -208,11 +215,9 @@ class FingerprintIndex:
                     value = txn.get(fp, db=self.db)  # read inside: a buffer of the snapshot's map
                     if value is None:
                         return None
-                    if len(value) != 8:
-                        raise CorruptDatabase(f"fingerprint {fp.hex()} maps to {len(value)} bytes (corrupt database)")
-                    i = key_page(value)
+                    i = stored_page(fp, value)
                 if self.cache_size:
-                    slot = int.from_bytes(fp[12:], "little") & (self.cache_size - 1)  # as _slots
+                    slot = self._slot(fp)
                     self._cache_fp[slot], self._cache_page[slot] = fp, i
         return None if i < 0 else i
 
@@ -248,11 +253,8 @@ class FingerprintIndex:
                 found = txn.cursor(db=self.db).getmulti(key_list(ask))
             got_fp, got_page = [], []
             for key, value in found:
-                if len(value) != 8:
-                    raise CorruptDatabase(f"fingerprint {bytes(key).hex()} maps to {len(value)} bytes "
-                                          "(corrupt database)")
                 got_fp.append(bytes(key))
-                got_page.append(key_page(value))
+                got_page.append(stored_page(got_fp[-1], value))
             if got_fp:
                 got = (as_keys(got_fp), np.array(got_page, np.int64))
                 out[holes] = search(got, keys[holes])
@@ -442,6 +444,10 @@ class FingerprintIndex:
         tail = np.ascontiguousarray(keys.view(np.uint8).reshape(-1, 20)[:, 12:]).view("<u8").ravel()
         return (tail & np.uint64(self.cache_size - 1)).astype(np.intp)
 
+    def _slot(self, fp: bytes) -> int:
+        """The cache slot of one fingerprint (as :meth:`_slots`)."""
+        return int.from_bytes(fp[12:], "little") & (self.cache_size - 1)
+
     def recall(self, fp: bytes) -> int:
         """The page of one fingerprint from this batch or the cache, or -1
         (a fingerprint asked alone, as a response's: no array operations)."""
@@ -449,7 +455,7 @@ class FingerprintIndex:
         if i is not None:
             return i
         if self.cache_size and len(fp) == 20:
-            slot = int.from_bytes(fp[12:], "little") & (self.cache_size - 1)
+            slot = self._slot(fp)
             if self._cache_raw[20 * slot : 20 * slot + 20] == fp:
                 return int(self._cache_page[slot])
         return -1
