@@ -4,8 +4,8 @@ A crawler's loop over :class:`~frontera_linkrank.core.frontier_core.FrontierCore
 (``next_requests`` of ``--batch`` pages, then each page reported fetched
 with its 10 links) on a synthetic broad web discovered as it is crawled
 (``benchmarks/scale_web.py``: 5 new pages a page, mostly on the parent's
-host, about 1% of them founding new hosts; 5 links to known pages by a
-Zipf law), default settings (LMDB fsync on), until the frontier knows
+host, about 1% of them founding new hosts, or one in ``--host-block``;
+5 links to known pages by a Zipf law), default settings (LMDB fsync on), until the frontier knows
 ``--pages`` pages. The web is computed from page numbers, so this process
 holds no memory per page but the frontier's: its RSS is the frontier's.
 
@@ -34,6 +34,7 @@ leaves out the open, which is reported apart).
     python benchmarks/scale.py --generator-only --pages 20000000   # the web alone: flat RSS
     python benchmarks/scale.py --serve-frontier       # serve-frontier + fake spiders to 10M
     python benchmarks/scale.py --pages 300000 --set LINKRANK_SYNC=False --json out.json
+    python benchmarks/scale.py --pages 1000000 --host-block 10   # ten times the hosts: memory per host
     python benchmarks/scale.py --pages 50000000 --dir DIR --json out.json            # then:
     python benchmarks/scale.py --pages 100000000 --dir DIR --json out.json --resume  # on to 100M
 
@@ -60,7 +61,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from scale_report import derive, disk_bytes, memory, progress_line  # noqa: E402
-from scale_web import BroadWeb, IdSpaceExceeded, depth, fingerprint_hex, page_number  # noqa: E402
+from scale_web import HOST_BLOCK, BroadWeb, IdSpaceExceeded, depth, fingerprint_hex, page_number  # noqa: E402
 
 BIN = os.path.dirname(sys.executable)
 CHECKPOINTS = [1_000_000, 2_000_000, 5_000_000, 10_000_000, 20_000_000, 50_000_000, 100_000_000]
@@ -257,7 +258,7 @@ def run_core(args, points: list[int]) -> dict:
 
     work = args.dir or tempfile.mkdtemp(prefix="lr-scale-")
     path = os.path.join(work, "db")
-    result: dict = {"mode": "core", "settings": args.set, "batch": args.batch}
+    result: dict = {"mode": "core", "settings": args.set, "batch": args.batch, "host_block": args.host_block}
     earlier = earlier_rows(args, path)
 
     def saved(rows: list[dict]) -> None:
@@ -268,7 +269,7 @@ def run_core(args, points: list[int]) -> dict:
         before = memory()
         t = time.perf_counter()
         core = FrontierCore(settings_of(path, args.set))
-        crawl = Crawl(core, BroadWeb(), path, points, args.batch, saved=saved)
+        crawl = Crawl(core, BroadWeb(args.host_block), path, points, args.batch, saved=saved)
         crawl.start.update(before)  # the interpreter and the libraries: RSS before the frontier
         result["start"] = {k: crawl.start[k] for k in ("rss", "anon", "file")}
         if args.resume:
@@ -313,7 +314,7 @@ def write_json(name: str, result: dict) -> None:
 
 
 def run_generator(args, points: list[int]) -> dict:
-    crawl = Crawl(None, BroadWeb(), None, points, args.batch)
+    crawl = Crawl(None, BroadWeb(args.host_block), None, points, args.batch)
     crawl.run()
     return {"mode": "generator", "batch": args.batch, "checkpoints": crawl.rows,
             "start": {k: crawl.start[k] for k in ("rss", "anon", "file")}}
@@ -326,6 +327,9 @@ def main(argv=None):
     ap.add_argument("--checkpoints", type=int, nargs="+", default=None, metavar="N",
                     help="known pages at which to measure (default 1, 2, 5, 10, 20, 50, 100M)")
     ap.add_argument("--batch", type=int, default=512, help="requests per next_requests")
+    ap.add_argument("--host-block", type=int, default=HOST_BLOCK, metavar="N",
+                    help=f"one new page in N founds a host (default {HOST_BLOCK}: 1%% of the pages); "
+                         "10 for a web of many small sites (a resumed run needs the same N)")
     ap.add_argument("--set", action="append", default=[], metavar="LINKRANK_NAME=VALUE",
                     help="a setting other than the default (repeat for several)")
     ap.add_argument("--json", metavar="FILE", help="write every figure to FILE")
@@ -342,12 +346,16 @@ def main(argv=None):
     ap.add_argument("--spiders", type=int, default=2, help="fake spiders with --serve-frontier")
     ap.add_argument("--reopen", metavar="PATH", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.host_block < 1:
+        ap.error("--host-block must be at least 1")
+    if args.serve_frontier and args.host_block != HOST_BLOCK:
+        ap.error("--host-block is for the frontier core and --generator-only, not --serve-frontier")
     if args.reopen:
         return reopen_child(args.reopen, args.set, args.batch)
     pages = args.pages or (SERVE_PAGES if args.serve_frontier else CHECKPOINTS[-1])
     points = checkpoint_list(pages, args.checkpoints)
     header = (f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, "
-              f"batch {args.batch}, settings: {', '.join(args.set) or 'defaults'}")
+              f"batch {args.batch}, a host per {args.host_block} pages, settings: {', '.join(args.set) or 'defaults'}")
     print(header, flush=True)
     if args.serve_frontier:
         from scale_serve import run_serve

@@ -100,12 +100,12 @@ def parent(ids: np.ndarray) -> np.ndarray:
     return (ids - 1) // NEW_LINKS
 
 
-def founds_host(ids: np.ndarray) -> np.ndarray:
+def founds_host(ids: np.ndarray, block: int = HOST_BLOCK) -> np.ndarray:
     """Whether each page founds a host of its own: the seed and the pages
     of the next ``DIRECTORY_DEPTH`` levels, then one page in every block of
-    ``HOST_BLOCK`` consecutive numbers, at an offset drawn per block."""
-    offset = (uniform(ids // HOST_BLOCK, _SALT_FOUNDER) * HOST_BLOCK).astype(np.int64)
-    return (ids < FIRST[DIRECTORY_DEPTH + 1]) | (ids % HOST_BLOCK == offset)
+    ``block`` consecutive numbers, at an offset drawn per block."""
+    offset = (uniform(ids // block, _SALT_FOUNDER) * block).astype(np.int64)
+    return (ids < FIRST[DIRECTORY_DEPTH + 1]) | (ids % block == offset)
 
 
 def known_relative(ids: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -118,7 +118,14 @@ def known_relative(ids: np.ndarray, d: np.ndarray) -> np.ndarray:
 
 
 class BroadWeb:
-    """The web described in the module docstring (stateless)."""
+    """The web described in the module docstring (stateless). ``host_block``:
+    one page in that many founds a host (100: 1% of the pages; fewer pages
+    per host make a web of many small sites)."""
+
+    def __init__(self, host_block: int = HOST_BLOCK) -> None:
+        if host_block < 1:
+            raise ValueError(f"host_block must be at least 1, not {host_block}")
+        self.host_block = host_block
 
     def host(self, ids: np.ndarray) -> np.ndarray:
         """Host of each page (the number of the page that founded it): up
@@ -129,7 +136,7 @@ class BroadWeb:
         cur, todo = ids.copy(), np.arange(len(ids))
         while len(todo):
             x = cur[todo]
-            found = founds_host(x)
+            found = founds_host(x, self.host_block)
             out[todo[found]] = x[found]
             x, todo = x[~found], todo[~found]
             d = depth(x)
