@@ -88,7 +88,7 @@ def test_marginal_memory_per_known_page(scale_run):
     reason="the frontier holds 80-130 bytes of anonymous RSS per page added from 0.2M to 0.6M known pages (about "
     "40 of them free memory glibc's heap keeps: 84 with its mmap threshold fixed, docs/memory.md); by tracemalloc: "
     "the hot fields (28), the push estimate (residual and row slot of every page, 4 bytes a link: about 21), the "
-    "hosts' heads (about 5)",
+    "queue's heads and hosts (about 4)",
 )
 def test_marginal_memory_per_known_page_reaches_the_target(scale_run):
     first, last = scale_run["checkpoints"]

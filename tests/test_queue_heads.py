@@ -59,6 +59,7 @@ def test_bounded_heads_take_what_a_plain_best_first_order_takes(monkeypatch, see
     monkeypatch.setattr(queue_module, "READ_BACK", head[2])  # (1, 2, 2, 6): heads of half the waiting pages
     monkeypatch.setattr(queue_module, "HEAD_CAP", head[3])
     monkeypatch.setattr(frontier_module, "KEYS_AT_ONCE", 7)  # a rebuild computes its keys in slices
+    monkeypatch.setattr(queue_module, "PARK_CHUNK", 1 + seed % 3)  # a rebuild's hosts join the heap 1-3 at a time
     rng = np.random.default_rng(seed)
     table = VertexTable()
     keys = np.zeros(0)
@@ -103,6 +104,9 @@ def test_bounded_heads_take_what_a_plain_best_first_order_takes(monkeypatch, see
             cap = int(rng.integers(0, 4))
             skip = skipped.__contains__
             want = reference_take(keys, queued, table.host, n, skip, cap)
+            # A look ahead (the status view) sees the same order and changes nothing.
+            ahead = [p for p, _ in front.peek(n)]
+            assert ahead == reference_take(keys, queued, table.host, n, lambda h: False, 0), step
             got = front.take(n, skip_host=skip, max_per_host=cap)
             assert got == want, step
             for p in got:
@@ -112,7 +116,7 @@ def test_bounded_heads_take_what_a_plain_best_first_order_takes(monkeypatch, see
         # Memory: never more than twice the largest head per host (heads given with pages of
         # other hosts' heads may hold more until the next rebuild).
         heads = {}
-        for p in front.queue.live:
+        for p in front.queue.head_pages().tolist():
             heads[int(table.host[p])] = heads.get(int(table.host[p]), 0) + 1
         assert extras or max(heads.values(), default=0) <= 2 * max(head[1], head[3])
     assert front.queue.refills > 0 or head[1] >= 256  # small heads: refills exercised
@@ -141,7 +145,7 @@ def test_a_host_with_many_waiting_pages_holds_a_small_head_and_compacts_its_list
         taken += got
         table.state[np.asarray(got)] = CRAWLED
     assert taken == np.argsort(-keys, kind="stable")[: len(taken)].tolist()
-    assert len(front.queue.live) <= 2 * queue_module.HEAD_MAX
+    assert len(front.queue.head_pages()) <= 2 * queue_module.HEAD_MAX
     assert lists.replaced >= 1 and len(lists.lists[0]) < n  # crawled pages left the list
     assert (table.state[lists.pages_of(0)] == UNFETCHED).all() or front.n_queued + len(taken) == n
 
@@ -166,7 +170,7 @@ def test_a_large_hosts_refills_read_back_a_bounded_number_of_pages_per_page_hand
     # about READ_BACK pages read per page handed out (the square root, 141,
     # capped at HEAD_MAX, would read a thousand times more).
     assert sum(read) <= 2 * 8 * len(taken)
-    assert len(front.queue.live) <= 2 * n // 8
+    assert len(front.queue.head_pages()) <= 2 * n // 8
 
 
 def test_a_reopened_crawl_hands_out_from_the_heads_it_closed_with(tmp_path):
@@ -208,3 +212,30 @@ def test_a_reopened_crawl_hands_out_from_the_heads_it_closed_with(tmp_path):
     assert [r.url for r in got] == [r.url for r in want] and len(got) == 60
     assert refills == 0 and plain_refills > 0 and not plain_held
     assert set(stored.tolist()) <= set(held) and len(held) >= len(stored) + 30  # and the 30 leased
+
+
+def test_a_rebuilt_queue_holds_few_bytes_per_host_until_a_host_is_touched():
+    """A rebuild gives every host a head, but a crawl touches few hosts
+    before the next one: the heads stay packed in arrays until then, so a
+    broad crawl's many hosts cost a few hundred bytes each (tracemalloc:
+    everything the queue allocates), and unpacking gives the same order."""
+    import tracemalloc
+
+    from frontera_linkrank.scheduling.queue import BestFirstQueue
+
+    hosts_n, per_host = 20_000, 4  # every page in its host's head: nothing to refill
+    hosts = np.repeat(np.arange(hosts_n), per_host)
+    pages = np.arange(hosts_n * per_host)
+    keys = np.random.default_rng(3).integers(0, 50, len(pages)).astype(np.float64)  # ties
+    queue = BestFirstQueue(lambda host: (np.zeros(0, np.int64), np.zeros(0)))
+    tracemalloc.start()
+    try:
+        queue.rebuild_heads(pages, hosts, keys)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held / hosts_n < 400  # Python heaps of tuples and a dict entry per page: about 1,100 bytes a host
+    assert len(queue) == len(pages) and sorted(queue.head_pages().tolist()) == pages.tolist()
+    touched = np.array([7, 7, 19_999])  # pages of hosts 1 and 4,999
+    assert queue.queued_keys(touched, touched // per_host).tolist() == keys[touched].tolist()
+    assert queue.pop_batch(len(pages)) == np.lexsort((pages, -keys)).tolist()

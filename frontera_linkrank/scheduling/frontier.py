@@ -19,6 +19,7 @@ import numpy as np
 
 from ..numeric import at_least, unique, value_at
 from ..storage.vertices import LEASED, UNFETCHED, VertexTable
+from . import lookahead
 from .queue import BestFirstQueue
 
 KEYS_AT_ONCE = 1 << 20
@@ -258,7 +259,7 @@ class Frontier:
 
     def head_pages(self) -> np.ndarray:
         """The pages in the queues' heads (to be given to :meth:`rebuild` by the next open)."""
-        return np.fromiter((p for q in self._queues() for p in q.live), np.int64)
+        return np.concatenate([q.head_pages() for q in self._queues()])
 
     def offer(self, pages: object) -> None:
         """(Re)queue ``UNFETCHED`` pages among ``pages``: a page new to the
@@ -283,8 +284,7 @@ class Frontier:
             self._offer_to(queue, pages[m], hosts[m], keys[m])
 
     def _offer_to(self, queue: BestFirstQueue, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
-        live = queue.live
-        old = np.fromiter((live.get(p, np.nan) for p in pages.tolist()), np.float64, len(pages))
+        old = queue.queued_keys(pages, hosts)
         in_head = ~np.isnan(old)
         above = queue.beats_floor(pages, hosts, keys)
         if in_head.any():
@@ -331,7 +331,7 @@ class Frontier:
     def peek(self, n: int, offsets: tuple[float, float] = (0.0, 0.0)) -> list[tuple[int, float]]:
         """``[(page, key)]``: the ``n`` pages :meth:`take` would hand out
         first with no host skipped or capped, without taking them."""
-        return self.queue.peek(n, offsets)
+        return lookahead.peek(self.queue, n, offsets)
 
     def leased(self, pages: list[int], now: float) -> None:
         """``pages`` were handed out at ``now`` (their state is LEASED)."""

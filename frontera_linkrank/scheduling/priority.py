@@ -37,6 +37,7 @@ import numpy as np
 
 from ..storage.packed import Unreadable
 from ..storage.vertices import F_EXTRAS, UNFETCHED, VertexTable
+from . import lookahead
 from .frontier import Frontier
 from .queue import BestFirstQueue
 
@@ -164,5 +165,5 @@ class PrioritizedFrontier(Frontier):
         for level in sorted(self.levels, reverse=True):
             if len(out) >= n:
                 break
-            out += self.levels[level].peek(n - len(out), offsets)
+            out += lookahead.peek(self.levels[level], n - len(out), offsets)
         return out

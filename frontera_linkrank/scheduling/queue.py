@@ -26,6 +26,9 @@ whose key is no longer the page's live key, or whose page left the
 queue, are dropped when they surface. Ties go to the lower page index,
 i.e. the page discovered first. A policy whose keys can fall rebuilds the
 queue (:meth:`BestFirstQueue.rebuild_heads`: one sort of the waiting pages).
+A rebuild's heads and its hosts' entries in the heap of hosts stay in
+arrays (:mod:`.heads`) until the host is first read or changed, or may
+come first: before the next rebuild, most hosts are not.
 Opening a database (:meth:`BestFirstQueue.rebuild`) sets each host's floor to
 its best key, or to the best outside the head it had at the last close.
 
@@ -44,6 +47,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..numeric import at_least, best_first, spans
+from .heads import HostEntries, PackedHeads, ParkedHosts, by_host
 
 HEAD_MIN = 4
 """Entries a refill puts in a host's head, at least."""
@@ -54,6 +58,8 @@ READ_BACK = 64
 """A refill puts in the head at least one in this many of the host's waiting pages."""
 HEAD_CAP = 1 << 14
 """Entries a refill puts in any host's head, at most."""
+PARK_CHUNK = 1024
+"""Parked hosts (:class:`~.heads.ParkedHosts`) taken into the heap of hosts at a time."""
 
 
 def head_size(waiting: np.ndarray | int) -> np.ndarray | int:
@@ -72,15 +78,6 @@ def head_size(waiting: np.ndarray | int) -> np.ndarray | int:
     k = np.maximum(np.clip(np.sqrt(w).astype(np.int64), HEAD_MIN, HEAD_MAX), np.minimum(w // READ_BACK, HEAD_CAP))
     k = np.minimum(k, w)
     return k if k.ndim else int(k)
-
-
-def _by_host(pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``(order, hosts, starts, counts)``: the entries in the heads' order
-    within each host (by host, then key, then page), and each host's group."""
-    order = np.lexsort((pages, -keys, hosts))
-    h = hosts[order]
-    starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]])
-    return order, h[starts].astype(np.int64), starts, np.diff(np.r_[starts, len(order)])
 
 
 Refill = Callable[[int], tuple[np.ndarray, np.ndarray]]
@@ -115,16 +112,18 @@ class BestFirstQueue:
         self._refill = refill
         self._taken = taken
         self._heaps: dict[int, list[tuple[float, int]]] = {}  # host -> head [(-key, page)]
+        self._packed: PackedHeads | None = None  # heads of a rebuild not read or changed since
         self.live: dict[int, float] = {}  # page in a head -> its live key
         self._head_n: dict[int, int] = {}  # host -> pages in its head (live entries)
         self._size: dict[int, int] = {}  # host -> its head's size when above HEAD_MAX (a large host's)
         self.floor = np.full(16, -math.inf)  # host -> key of the best waiting page outside its head
         self.floor_page = np.zeros(16, np.int64)  # ... and that page (ties: the lowest index)
         self._tops: tuple[list[tuple[float, int, int]], ...] = ([], [])  # per class: [(-best key, page, host)]
+        self._parked: list[ParkedHosts | None] = [None, None]  # per class: a rebuild's hosts not in _tops yet
         self._class = np.zeros(16, np.uint8)  # host -> 0 or 1
         # host -> (negkey, page) of its newest entry in a top heap: older
         # entries of the host that surface are dropped, not re-inserted.
-        self._registered: dict[int, tuple[float, int]] = {}
+        self._registered = HostEntries()
         self.entries = 0  # entries in all heads, live or stale
         self.refills = 0
 
@@ -168,6 +167,8 @@ class BestFirstQueue:
     # -- entering ------------------------------------------------------------------
     def push(self, page: int, host: int, key: float) -> None:
         """Put ``page`` of ``host`` in its head with key ``key`` (higher first)."""
+        if self._packed is not None:
+            self._unpack(host)
         live = self.live
         if page not in live:
             self._head_n[host] = self._head_n.get(host, 0) + 1
@@ -189,6 +190,7 @@ class BestFirstQueue:
         """For each ``pages[k]``: into its host's head if ``keys[k]`` is above
         the host's floor or the page is there already, else left to the
         host's list (the floor already bounds it)."""
+        self._unpack_hosts(hosts)
         push, live = self.push, self.live
         for page, host, key in zip(pages.tolist(), hosts.tolist(), keys.tolist()):
             # The floor is read now: a trim while pushing may have raised it.
@@ -219,6 +221,8 @@ class BestFirstQueue:
     def discard(self, page: int, host: int) -> None:
         """``page`` of ``host`` left the queue (fetched without being
         handed out, given up): its head entry, if any, is now stale."""
+        if self._packed is not None:
+            self._unpack(host)
         if self.live.pop(page, None) is not None:
             self.forget_head_page(host)
 
@@ -230,27 +234,66 @@ class BestFirstQueue:
         else:
             self._head_n.pop(host, None)
 
+    def queued_keys(self, pages: np.ndarray, hosts: np.ndarray) -> np.ndarray:
+        """The key each of ``pages`` (of ``hosts``) has in its host's head (nan: not in it)."""
+        self._unpack_hosts(hosts)
+        live = self.live
+        return np.fromiter((live.get(p, np.nan) for p in pages.tolist()), np.float64, len(pages))
+
+    def head_pages(self) -> np.ndarray:
+        """The pages in the heads, packed or not."""
+        held = np.fromiter(self.live, np.int64, len(self.live))
+        return held if self._packed is None else np.concatenate((held, self._packed.pages()))
+
+    def _unpack_hosts(self, hosts: np.ndarray) -> None:
+        if self._packed is not None:
+            for host in self._packed.holds(hosts).tolist():
+                self._unpack(host)
+
+    def _unpack(self, host: int) -> None:
+        """``host``'s packed head, if it has one, into its heap, as the rebuild would have put it."""
+        packed = self._packed
+        neg, pages = packed.take(host) if packed is not None else ([], [])
+        if not pages:
+            return
+        self._heaps[host] = list(zip(neg, pages))  # sorted: a valid heap
+        self.live.update(zip(pages, [-k for k in neg]))
+        self._head_n[host] = len(pages)
+        if not len(packed):
+            self._packed = None
+
     def _reset(self, hosts: np.ndarray) -> None:
         self._heaps = {}
+        self._packed = None
         self.live = {}
         self._head_n = {}
         self._size = {}
         self._tops = ([], [])
-        self._registered = {}
+        self._parked = [None, None]
+        self._registered = HostEntries()
         self.entries = 0
         size = max(16, int(hosts.max()) + 1) if len(hosts) else 16
         self.floor = np.full(max(size, len(self.floor)), -math.inf)
         self.floor_page = np.zeros(len(self.floor), np.int64)
 
-    def _register_all(self, hosts: list[int], entries: list[tuple[float, int]]) -> None:
-        ids = np.asarray(hosts, np.int64)
-        self._class = at_least(self._class, int(ids.max()) + 1 if len(ids) else 0)
-        tops = self._tops
-        for h, c, entry in zip(hosts, self._class[ids].tolist(), entries):
-            tops[c].append(entry + (h,))
-            self._registered[h] = entry
-        for top in tops:
-            heapq.heapify(top)
+    def _register_all(self, hosts: np.ndarray, neg: np.ndarray, pages: np.ndarray) -> None:
+        """Register host ``hosts[i]``'s entry ``(neg[i], pages[i])`` (none registered before):
+        parked, to join the heap of hosts when it may come first."""
+        hosts = np.asarray(hosts, np.int64)
+        self._class = at_least(self._class, int(hosts.max()) + 1 if len(hosts) else 0)
+        self._registered.set_many(hosts, neg, pages)
+        classes = self._class[hosts]
+        for cls in (0, 1):
+            mine = classes == cls
+            self._parked[cls] = ParkedHosts(neg[mine], pages[mine], hosts[mine]) if mine.any() else None
+
+    def _unpark(self, cls: int) -> None:
+        parked, top = self._parked[cls], self._tops[cls]
+        assert parked is not None
+        for entry in parked.take(PARK_CHUNK):
+            heapq.heappush(top, entry)
+        if parked.first is None:
+            self._parked[cls] = None
 
     def rebuild(self, hosts: np.ndarray, best: np.ndarray, best_page: np.ndarray,
                 heads: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
@@ -265,7 +308,7 @@ class BestFirstQueue:
         top, neg, first = np.asarray(hosts, np.int64), -np.asarray(best, np.float64), np.asarray(best_page, np.int64)
         if heads is not None and len(heads[0]):
             pages, h, keys = heads
-            order, gh, starts, counts = _by_host(pages, h, keys)
+            order, gh, starts, counts = by_host(pages, h, keys)
             self._set_heads(gh, counts, pages[order], keys[order])
             # A host's top entry: its floor, or its head's first when that comes first (or it has no floor).
             floored = np.zeros(len(self.floor), bool)
@@ -276,8 +319,9 @@ class BestFirstQueue:
             better = ~floored[gh] | (hneg < neg[i]) | ((hneg == neg[i]) & (hfirst < first[i]))
             neg[i[better]], first[i[better]] = hneg[better], hfirst[better]
             for host in gh[counts > 2 * HEAD_MAX].tolist():  # heads of a close: at most HEAD_MAX kept
+                self._unpack(host)
                 self._trim(host)
-        self._register_all(top.tolist(), list(zip(neg.tolist(), first.tolist())))
+        self._register_all(top, neg, first)
 
     def rebuild_heads(self, pages: np.ndarray, hosts: np.ndarray, keys: np.ndarray) -> None:
         """Every head afresh from all the waiting ``pages`` (of ``hosts``,
@@ -289,7 +333,7 @@ class BestFirstQueue:
             return
         # Only the order is a temporary of every page: the hosts' groups and
         # their first entries are read through it.
-        order, group_hosts, starts, counts = _by_host(pages, hosts, keys)
+        order, group_hosts, starts, counts = by_host(pages, hosts, keys)
         take = head_size(counts)
         self._size.update((h, k) for h, k in zip(group_hosts.tolist(), take.tolist()) if k > HEAD_MAX)
         cut = take < counts
@@ -298,23 +342,17 @@ class BestFirstQueue:
         self.floor_page[group_hosts[cut]] = pages[out]
         head = order[spans(starts, starts + take)]
         del order
-        firsts = self._set_heads(group_hosts, take, pages[head], keys[head])
-        self._register_all(group_hosts.tolist(), firsts)
+        self._register_all(group_hosts, *self._set_heads(group_hosts, take, pages[head], keys[head]))
 
     def _set_heads(self, hosts: np.ndarray, sizes: np.ndarray, pages: np.ndarray,
-                   keys: np.ndarray) -> list[tuple[float, int]]:
-        """Heads of ``hosts`` (emptied): ``sizes[i]`` entries for the i-th, from ``pages``,
-        ``keys`` in that order (each host's best first); returns each host's first entry."""
-        hp, hk = pages.tolist(), (-keys).tolist()
-        self.live.update(zip(hp, keys.tolist()))
-        heaps, head_n, firsts, at = self._heaps, self._head_n, [], 0
-        for host, n in zip(hosts.tolist(), sizes.tolist()):
-            heaps[host] = list(zip(hk[at : at + n], hp[at : at + n]))  # sorted: a valid heap
-            head_n[host] = n
-            firsts.append((hk[at], hp[at]))
-            at += n
-        self.entries += len(hp)
-        return firsts
+                   keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Heads of ``hosts`` (emptied, none packed): ``sizes[i]`` entries for the i-th, from
+        ``pages``, ``keys`` in that order (each host's best first), packed until their host
+        is touched; returns each host's first entry, ``(-key, page)`` as two arrays."""
+        packed = PackedHeads(hosts, sizes, pages, keys)
+        self._packed = packed if len(packed) else None
+        self.entries += len(pages)
+        return packed.firsts()
 
     # -- leaving ------------------------------------------------------------------
     def _fill(self, host: int) -> None:
@@ -348,6 +386,8 @@ class BestFirstQueue:
 
     def _clean_host(self, host: int) -> list[tuple[float, int]] | None:
         """Drop stale entries from the top of a host's head; return it (or None)."""
+        if self._packed is not None:
+            self._unpack(host)
         heap = self._heaps.get(host)
         if heap is None:
             return None
@@ -373,12 +413,18 @@ class BestFirstQueue:
         """Valid best ``(negkey, page, host)`` of a class, dropping stale
         host entries and refilling a host whose floor comes up."""
         top = self._tops[cls]
-        while top:
+        while True:
+            parked = self._parked[cls]
+            if parked is not None and (not top or top[0] > parked.first):
+                self._unpark(cls)  # a parked host may come first
+                continue
+            if not top:
+                return None
             negkey, page, host = top[0]
             best, in_head = self._best(host)
             if best is None:
                 heapq.heappop(top)
-                self._registered.pop(host, None)
+                self._registered.pop(host)
             elif best == (negkey, page):
                 if in_head:
                     return top[0]
@@ -386,7 +432,7 @@ class BestFirstQueue:
                 best, _ = self._best(host)
                 if best is None:
                     heapq.heappop(top)
-                    self._registered.pop(host, None)
+                    self._registered.pop(host)
                 else:
                     heapq.heapreplace(top, best + (host,))
                     self._registered[host] = best
@@ -396,7 +442,6 @@ class BestFirstQueue:
                 # The host's best changed since this entry; fix it.
                 heapq.heapreplace(top, best + (host,))
                 self._registered[host] = best
-        return None
 
     def pop_batch(self, n: int, skip_host: Callable[[int], bool] | None = None, max_per_host: int = 0,
                   offsets: tuple[float, float] = (0.0, 0.0), counts: dict[int, int] | None = None) -> list[int]:
@@ -444,54 +489,9 @@ class BestFirstQueue:
             if nxt is not None:  # validated when it surfaces (_peek)
                 self._register(host, nxt)
             else:
-                self._registered.pop(host, None)
+                self._registered.pop(host)
         for cls, entry in set_aside:
             heapq.heappush(self._tops[cls], entry)
-        return out
-
-    def peek(self, n: int, offsets: tuple[float, float] = (0.0, 0.0)) -> list[tuple[int, float]]:
-        """``[(page, key + class offset)]``: the ``n`` best pages in the
-        order :meth:`pop_batch` hands them out when no host is skipped or
-        capped, without taking them. Only the ``n`` hosts with the best
-        first pages of each class are read (no page of another can be
-        among the ``n`` best); a host whose head runs out is read back, with
-        its keys now, as :meth:`_fill` reads it."""
-        merge: list[tuple[float, int, bool, int, int]] = []  # (-value, page, is a floor, host, class)
-        heads: dict[int, list[tuple[float, int]]] = {}
-        for cls in (0, 1):
-            top, want = self._tops[cls], 4 * n
-            while True:
-                firsts = heapq.nsmallest(want, top)
-                for negkey, page, host in firsts:
-                    best, in_head = self._best(host)
-                    if best != (negkey, page) or host in heads or len(heads) >= n * (cls + 1):
-                        continue
-                    heads[host] = [e for e in self._heaps[host] if self.live.get(e[1]) == -e[0]] if in_head else []
-                    merge += [(neg - offsets[cls], p, False, host, cls) for neg, p in heads[host]]
-                    if not in_head:
-                        merge.append(self._floor_entry(host, cls, offsets))
-                if len(heads) >= n * (cls + 1) or len(firsts) < want:
-                    break
-                want *= 4  # stale entries crowded the first ones out
-        heapq.heapify(merge)
-        left = {h: len(e) for h, e in heads.items()}
-        out: list[tuple[int, float]] = []
-        while merge and len(out) < n:
-            neg, page, is_floor, host, cls = heapq.heappop(merge)
-            if not is_floor:
-                out.append((page, -neg))
-                left[host] -= 1
-                if not left[host] and host in heads and self._floor_of(host) is not None:
-                    heapq.heappush(merge, self._floor_entry(host, cls, offsets))  # surfaces once its head is done
-                continue
-            held = [p for _, p in heads.pop(host)]  # read back once: every page it has left
-            pages, keys = self._refill(host)
-            keep = ~np.isin(pages, held)
-            pages, keys = pages[keep], keys[keep]
-            best = np.lexsort((pages, -keys))[: n - len(out)]  # no page past these can be among the n
-            for p, k in zip(pages[best].tolist(), keys[best].tolist()):
-                heapq.heappush(merge, (-k - offsets[cls], p, False, host, cls))
-            left[host] += len(best)
         return out
 
     def _floor_entry(self, host: int, cls: int, offsets: tuple[float, float]) -> tuple[float, int, bool, int, int]:

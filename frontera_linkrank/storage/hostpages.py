@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..numeric import at_least
 from .errors import CorruptValue
 
 _KEY = struct.Struct(">II")
@@ -51,7 +52,9 @@ class HostPages:
         self._add_pages: list[np.ndarray] = []
         self._grouped: tuple[np.ndarray, np.ndarray] | None = None
         self._replaced: dict[int, np.ndarray] = {}  # host -> its whole list, to write at commit
-        self._next: dict[int, int] = {}  # host -> next block number (hosts seen since open)
+        # host -> next block number, 0 for a host not seen since the open (its
+        # last block is looked up then): an array, one slot a host.
+        self._next = np.zeros(0, np.int64)
 
     def add(self, hosts: np.ndarray, pages: np.ndarray) -> None:
         """List ``pages[k]`` under ``hosts[k]`` (new pages, in index order)."""
@@ -128,6 +131,7 @@ class HostPages:
             while cur.set_range(prefix) and bytes(cur.key()[:4]) == prefix:
                 cur.delete()
             txn.put(_KEY.pack(host, 0), pages.astype("<u4").tobytes(), db=db)
+            self._next = at_least(self._next, host + 1)
             self._next[host] = 1
         if not self._add_hosts:
             return
@@ -136,15 +140,17 @@ class HostPages:
             return
         first = np.flatnonzero(np.r_[True, hosts[1:] != hosts[:-1]])
         bounds = np.r_[first, len(hosts)].tolist()
-        listed = hosts[first].tolist()
-        known = self._next
-        seqs = [known[h] if h in known else self._last(txn, h) + 1 for h in listed]
+        listed = hosts[first]
+        self._next = known = at_least(self._next, int(listed.max()) + 1)
+        seqs = known[listed]
+        for i in np.flatnonzero(seqs == 0).tolist():
+            seqs[i] = self._last(txn, int(listed[i])) + 1
         keys = np.empty(len(listed), _KEYS)
         keys["host"], keys["seq"] = listed, seqs
         raw_keys, raw_pages = keys.tobytes(), pages.astype("<u4").tobytes()
         txn.cursor(db=db).putmulti([(raw_keys[8 * k : 8 * k + 8], raw_pages[4 * a : 4 * b])
                                     for k, (a, b) in enumerate(zip(bounds, bounds[1:]))])
-        known.update(zip(listed, [s + 1 for s in seqs]))
+        known[listed] = seqs + 1
 
     def _last(self, txn: Any, host: int) -> int:
         """Number of the last block of ``host`` (-1: none)."""
@@ -166,7 +172,7 @@ class HostPages:
         """The batch was dropped (a failed commit is retried with it, so
         this is only for a reload): forget it, and the block numbers."""
         self.written()
-        self._next.clear()
+        self._next = np.zeros(0, np.int64)
 
     @property
     def n_pending(self) -> int:
