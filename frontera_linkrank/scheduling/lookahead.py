@@ -18,10 +18,10 @@ from .queue import BestFirstQueue
 def peek(queue: BestFirstQueue, n: int, offsets: tuple[float, float] = (0.0, 0.0)) -> list[tuple[int, float]]:
     """``[(page, key + class offset)]``: the ``n`` best pages of ``queue``
     in the order :meth:`~.queue.BestFirstQueue.pop_batch` hands them out
-    when no host is skipped or capped. Only the ``n`` hosts with the best
-    first pages of each class are read (no page of another can be among
-    the ``n`` best); a host whose head runs out is read back, with its keys
-    now, as a refill reads it."""
+    when no host is skipped or capped. Only the first hosts of each class
+    are read, enough that no page of another can be among the ``n`` best
+    (:func:`_first_hosts`); a host whose head runs out is read back, with
+    its keys now, as a refill reads it."""
     merge: list[tuple[float, int, bool, int, int]] = []  # (-value, page, is a floor, host, class)
     heads: dict[int, list[tuple[float, int]]] = {}
     for cls in (0, 1):
