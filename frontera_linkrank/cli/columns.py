@@ -83,7 +83,7 @@ def _values(db: PageDB, name: str, aopic: Callable[[], Aopic]) -> np.ndarray:
     if name == "index":
         return np.arange(n)
     if name == "host":
-        names = np.array(db.host_names + [""], dtype=object)
+        names = np.array([*db.host_names, ""], dtype=object)
         return names[v.host[:n].astype(np.int64)] if n else np.array([], object)
     if name == "state":
         return np.array([STATE_NAMES[s] for s in range(4)], object)[v.state[:n]]

@@ -10,7 +10,9 @@ and cached (``socket.gethostbyname``, which blocks: only with
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+
+from ..storage.hosts import HostNames
 
 
 class HostKeys:
@@ -18,11 +20,11 @@ class HostKeys:
 
     Parameters
     ----------
-    host_names : list of str
+    host_names : HostNames or list of str
         Host name of each host id (grows as hosts are found).
     """
 
-    def __init__(self, host_names: list[str]) -> None:
+    def __init__(self, host_names: Sequence[str] | HostNames) -> None:
         self.host_names = host_names
         self._ip: dict[str, str] = {}
 

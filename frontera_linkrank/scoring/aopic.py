@@ -44,6 +44,7 @@ import numpy as np
 
 from ..numeric import at_least, exact_sum, value_at
 from ..storage.coldrecords import TableColdRecords
+from ..storage.hosts import HostNames
 from ..storage.vertices import ERROR, F_CRAWLED
 
 if TYPE_CHECKING:
@@ -162,7 +163,7 @@ class Aopic:
 
     @classmethod
     def from_settings(cls, table: VertexTable, settings: AopicSettings, state: Mapping[str, Any] | None = None,
-                      host_ids: Mapping[str, int] | None = None,
+                      host_ids: Mapping[str, int] | HostNames | None = None,
                       cold: ColdRecords | TableColdRecords | None = None) -> Aopic:
         """The crawl's books: parameters and ω's target set
         (``LINKRANK_OMEGA_POLICY``, ``LINKRANK_OMEGA_HOSTS``) from
@@ -175,7 +176,8 @@ class Aopic:
         return a
 
     @classmethod
-    def from_saved(cls, table: VertexTable, saved: Mapping[str, Any] | None, host_ids: Mapping[str, int] | None = None,
+    def from_saved(cls, table: VertexTable, saved: Mapping[str, Any] | None,
+                   host_ids: Mapping[str, int] | HostNames | None = None,
                    settings: AopicSettings | None = None, **params: Any) -> Aopic:
         """Books as of a commit, with the target set they were kept for.
 
@@ -194,7 +196,7 @@ class Aopic:
         a._target_hosts(saved.get("hosts", []), host_ids)
         return a
 
-    def _target_hosts(self, names: Iterable[str], host_ids: Mapping[str, int] | None) -> None:
+    def _target_hosts(self, names: Iterable[str], host_ids: Mapping[str, int] | HostNames | None) -> None:
         if self.policy == "hosts":
             for name in names:
                 hid = (host_ids or {}).get(name)

@@ -48,7 +48,7 @@ from .errors import LMDB_DAMAGE, CorruptDatabase, DiskFullError, PageDBError, Wr
 from .features import VISIT, FeatureTables
 from .fpindex import FingerprintIndex
 from .hostpages import HostPages
-from .hosts import HostTable
+from .hosts import HostNames, HostTable
 from .keys import page_key, page_keys
 from .lock import WriterLock
 from .meta import SCHEMA_NAME, SCHEMA_VERSION, MetaDocument, check_schema
@@ -330,13 +330,13 @@ class PageDB(FeatureTables, PageRecords):
         return self.vertices.n
 
     @property
-    def host_names(self) -> list[str]:
-        """Host names by id (the list grows as hosts are added; hold the database, not it, across reloads)."""
+    def host_names(self) -> HostNames:
+        """Host names by id (``host_names[i]``; grows as hosts are added: hold the database, not it, across reloads)."""
         return self._hosts.names
 
     @property
-    def host_ids(self) -> dict[str, int]:
-        """Host ids by name."""
+    def host_ids(self) -> HostNames:
+        """Host ids by name (``host_ids.get(name)``)."""
         return self._hosts.ids
 
     def host_id(self, name: str) -> int:
