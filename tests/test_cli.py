@@ -404,6 +404,14 @@ def sparse_host_ids(db_path):
     env.close()
 
 
+def host_name_not_utf8(db_path):
+    env = lmdb.open(db_path, max_dbs=16)
+    hosts = env.open_db(b"hosts")
+    with env.begin(write=True) as txn:
+        txn.put(b"\xff\xfe.test", struct.pack("<I", txn.stat(hosts)["entries"]), db=hosts)  # the next id: dense
+    env.close()
+
+
 def store_scores(length, bad_value=None):
     from frontera_linkrank.storage.pagedb import write_scores
 
@@ -485,6 +493,7 @@ BREAKAGES = {
     "page record log entry is corrupt": (bad_log_magic, False),
     "page records missing": (edit_meta(lambda m: m.update(n_pages=m["n_pages"] + 1)), False),
     "host ids are not dense": (sparse_host_ids, False),
+    "a host name is not UTF-8": (host_name_not_utf8, False),
 }
 
 

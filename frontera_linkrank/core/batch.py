@@ -273,6 +273,7 @@ class BatchApplier:
         new_key, new_url, new_host, new_depth, new_parent, new_req = [], [], [], [], [], []
         batch_new = {}
         batch_get = batch_new.get
+        batch_hosts: dict[str, int] = {}  # the batch's hosts: most links to new pages stay on a few
         next_idx = v.n
         out = []
         n_links = n_self = n_dup = n_over = 0
@@ -313,9 +314,12 @@ class BatchApplier:
                         continue
                     if type(url) is not str:
                         url = url.decode("utf-8")  # bytes check_url could decode: stored as text
-                    hid = host_ids.get(host)
+                    hid = batch_hosts.get(host)
                     if hid is None:
-                        hid = self.registry.host(host)
+                        hid = host_ids.get(host)
+                        if hid is None:
+                            hid = self.registry.host(host)
+                        batch_hosts[host] = hid
                     if (cap and len(kids) >= cap) or (budget and host_known[hid] >= budget):
                         dropped += 1
                         dropped_same += hid == src_host

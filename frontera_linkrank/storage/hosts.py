@@ -169,8 +169,11 @@ class HostTable:
         order = np.argsort(ids, kind="stable")
         if not np.array_equal(ids[order], np.arange(len(order))):
             raise CorruptDatabase(f"{path}: host ids are not dense (corrupt database)")
-        for _ in map(bytes.decode, keys):  # a name that is not UTF-8 is damage (ValueError), found now
-            pass
+        try:
+            for _ in map(bytes.decode, keys):  # names are decoded when read: damage is found now
+                pass
+        except UnicodeDecodeError:
+            raise CorruptDatabase(f"{path}: a host name is not UTF-8 (corrupt database)") from None
         names = HostNames()
         names.extend_encoded([keys[i] for i in order.tolist()])
         self.names, self._new = names, []
