@@ -5,7 +5,7 @@ far fewer bytes a host than they do."""
 import tracemalloc
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from frontera_linkrank.storage import hosts
@@ -28,6 +28,23 @@ def test_host_names_agree_with_a_dict_and_a_list(bulk, ops):
     assert all(names[i] == n for i, n in enumerate(by_id))
     assert all(names.get(n) == i for n, i in ids.items())
     assert names == HostNames(by_id)  # a reload (bulk) holds the same hosts
+
+
+def _decodes(key):
+    try:
+        key.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@given(st.lists(st.one_of(st.binary(max_size=6), st.text(max_size=4).map(str.encode)), unique=True, max_size=12))
+@example(["ä".encode()[:1], "ä".encode()[1:]])  # the names end to end decode
+def test_the_utf8_check_agrees_with_decoding_each_name(keys):
+    """Names end to end that decode, split inside a character, are caught."""
+    names = HostNames()
+    names.extend_encoded(keys)
+    assert names.utf8() == all(map(_decodes, keys))
 
 
 @pytest.mark.parametrize("same", [1 << 20, -1])  # -1: the table's last slot, the others wrap around

@@ -105,6 +105,20 @@ class HostNames:
         self._hash.frombytes(np.fromiter(map(hash, keys), np.int64, k).tobytes())
         self._rehash()
 
+    def utf8(self) -> bool:
+        """Whether every name is valid UTF-8 (added by :meth:`extend_encoded`,
+        they were not decoded). The names end to end decode, and no name
+        starts with a continuation byte, exactly when each name decodes on
+        its own: every name is then a run of whole characters."""
+        try:
+            self._blob.decode()
+        except UnicodeDecodeError:
+            return False
+        at = np.frombuffer(self._at, np.int64)
+        starts = at[:-1][at[1:] > at[:-1]]  # of the names that are not empty
+        blob = np.frombuffer(self._blob, np.uint8)
+        return not bool(((blob[starts] & 0xC0) == 0x80).any()) if len(starts) else True
+
     def _rehash(self) -> None:
         """Build the table of ids, twice as many slots as hosts or more.
 
@@ -163,19 +177,16 @@ class HostTable:
         for k, v in txn.cursor(self.db):
             keys.append(bytes(k))
             values.append(bytes(v))
-        if any(len(v) != _ID.size for v in values):
+        if (np.fromiter(map(len, values), np.int64, len(values)) != _ID.size).any():
             raise CorruptDatabase(f"{path}: a host id is not {_ID.size} bytes (corrupt database)")
         ids = np.frombuffer(b"".join(values), "<u4")  # one conversion: a broad crawl knows millions of hosts
         order = np.argsort(ids, kind="stable")
         if not np.array_equal(ids[order], np.arange(len(order))):
             raise CorruptDatabase(f"{path}: host ids are not dense (corrupt database)")
-        try:
-            for _ in map(bytes.decode, keys):  # names are decoded when read: damage is found now
-                pass
-        except UnicodeDecodeError:
-            raise CorruptDatabase(f"{path}: a host name is not UTF-8 (corrupt database)") from None
         names = HostNames()
         names.extend_encoded([keys[i] for i in order.tolist()])
+        if not names.utf8():  # names are decoded when read: damage is found now
+            raise CorruptDatabase(f"{path}: a host name is not UTF-8 (corrupt database)")
         self.names, self._new = names, []
 
     def host_id(self, name: str) -> int:
