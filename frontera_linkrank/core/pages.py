@@ -78,10 +78,9 @@ class PageRegistry:
     # -- hosts ------------------------------------------------------------------------------
     def host(self, name: str) -> int:
         """Host id of ``name``, registering new hosts with AOPIC."""
-        hid = self.db.host_ids.get(name)
-        if hid is None:
-            hid = self.db.host_id(name)
-            self.host_known.append(0)
+        hid = self.db.host_id(name)
+        if hid >= len(self.host_known):  # new: ids are given in order
+            self.host_known.extend([0] * (hid + 1 - len(self.host_known)))
             if self.aopic.policy == "hosts" and name in self.omega_hosts:
                 self.aopic.set_host_target(hid, True)
         return hid
