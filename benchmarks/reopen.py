@@ -2,6 +2,7 @@
 
     python benchmarks/reopen.py DIR/db                 # two runs of each, alternating
     python benchmarks/reopen.py DIR/db --runs 3 --cold # page cache emptied before each (root)
+    python benchmarks/reopen.py DIR/db --cold --around # and the open reading around faults
 
 Each run is a new process that opens the database with the frontier core
 (default settings), takes one batch of 512 requests and exits without
@@ -9,10 +10,13 @@ committing: the file stays the one its writer closed, so every run skips
 the tree walk as the first open after a clean close does (the record of
 that close, which an opening writer removes, is put back when the file is
 unchanged). Runs alternate between the open as it is, which reads the map
-with the kernel's readahead, and the same open with the map read one page
-at a time (``--cold`` makes the difference show: with the file in the page
-cache both read nothing from disk). Prints the seconds to the first batch,
-the phases (page table, policy, queue) and the ratio of the medians.
+with the kernel's readahead ahead of each fault, and the same open with
+the map read one page at a time (``--cold`` makes the difference show:
+with the file in the page cache both read nothing from disk); ``--around``
+adds the open reading around each fault instead (``MADV_NORMAL``). Prints
+the seconds to the first batch, the phases (page table, policy, queue),
+the bytes the process read from disk (``read_bytes`` of ``/proc/self/io``)
+and the ratios of the medians.
 """
 
 import argparse
@@ -27,7 +31,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 
-def child(path: str, readahead_on: bool, batch: int) -> None:
+def read_bytes() -> int | None:
+    """Bytes this process has read from disk, or None without ``/proc``."""
+    try:
+        with open("/proc/self/io") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("read_bytes"))
+    except (OSError, StopIteration):
+        return None
+
+
+def child(path: str, mode: str, batch: int) -> None:
     from frontera_linkrank.core.frontier_core import FrontierCore
     from frontera_linkrank.scheduling.frontier import Frontier
     from frontera_linkrank.settings import LinkRankSettings
@@ -38,8 +51,10 @@ def child(path: str, readahead_on: bool, batch: int) -> None:
     data = os.path.join(path, "data.mdb")
     saved = open(record).read() if os.path.exists(record) else None
     before = os.stat(data)
-    if not readahead_on:
+    if mode == "off":
         readahead._MADVISE = None
+    elif mode == "around":
+        readahead.MADV_SEQUENTIAL = 0  # MADV_NORMAL: the kernel reads around each fault
     phases: dict[str, float] = {}
 
     def timed(cls, name, label):
@@ -57,11 +72,13 @@ def child(path: str, readahead_on: bool, batch: int) -> None:
     timed(PageDB, "reload", "page table")
     timed(Frontier, "rebuild", "queue")
     PageDB.commit = lambda self, *a, **k: None  # the file stays the closed one
+    read0 = read_bytes()
     t0 = time.perf_counter()
     core = FrontierCore(LinkRankSettings({"LINKRANK_PATH": path}))
     t1 = time.perf_counter()
     got = core.next_requests(batch)
     t2 = time.perf_counter()
+    read1 = read_bytes()
     core.ranking.cancel()
     core.db.env.close()
     after = os.stat(data)
@@ -71,8 +88,12 @@ def child(path: str, readahead_on: bool, batch: int) -> None:
             f.write(saved)
     policy = t1 - t0 - phases.get("page table", 0.0) - phases.get("queue", 0.0)
     print(json.dumps({"first_batch_s": t2 - t0, "open_s": t1 - t0, "requests": len(got),
+                      "read_bytes": None if read0 is None or read1 is None else read1 - read0,
                       "phases": {**phases, "policy and the rest": policy}}))
     os._exit(0)  # the environment is closed; no close() and its commit
+
+
+LABELS = {"on": "readahead at open", "off": "one page at a time", "around": "reading around faults"}
 
 
 def main() -> None:
@@ -81,16 +102,19 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2, help="runs of each kind")
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--cold", action="store_true", help="empty the page cache before each run (needs root)")
-    ap.add_argument("--child", choices=["on", "off"], help=argparse.SUPPRESS)
+    ap.add_argument("--around", action="store_true",
+                    help="also run the open reading around each fault (MADV_NORMAL) instead of ahead of it")
+    ap.add_argument("--child", choices=list(LABELS), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.path, args.child == "on", args.batch)
+        child(args.path, args.child, args.batch)
         return
     if not os.path.exists(os.path.join(args.path, "data.mdb")):
         sys.exit(f"{args.path}: no page database here")
-    times: dict[str, list[float]] = {"on": [], "off": []}
+    kinds = ("on", "off", "around") if args.around else ("on", "off")
+    times: dict[str, list[float]] = {kind: [] for kind in kinds}
     for _ in range(args.runs):
-        for kind in ("on", "off"):
+        for kind in kinds:
             if args.cold:
                 os.sync()
                 with open("/proc/sys/vm/drop_caches", "w") as f:
@@ -101,12 +125,14 @@ def main() -> None:
                 sys.exit(f"the open failed: {done.stderr.strip()[-2000:]}")
             r = json.loads(done.stdout.strip().splitlines()[-1])
             times[kind].append(r["first_batch_s"])
-            label = "readahead at open" if kind == "on" else "one page at a time"
             phases = ", ".join(f"{k} {v:.1f} s" for k, v in r["phases"].items())
-            print(f"{label:>20}: first batch of {r['requests']} after {r['first_batch_s']:.1f} s ({phases})",
-                  flush=True)
-    on, off = statistics.median(times["on"]), statistics.median(times["off"])
-    print(f"median: {on:.1f} s with readahead, {off:.1f} s without: {off / on:.2f} x"
+            read = "" if r["read_bytes"] is None else f"; read {r['read_bytes'] / 2**20:,.0f} MiB from disk"
+            print(f"{LABELS[kind]:>21}: first batch of {r['requests']} after {r['first_batch_s']:.1f} s "
+                  f"({phases}{read})", flush=True)
+    median = {kind: statistics.median(t) for kind, t in times.items()}
+    on, off = median["on"], median["off"]
+    around = f", {median['around']:.1f} s reading around ({median['around'] / on:.2f} x)" if args.around else ""
+    print(f"median: {on:.1f} s with readahead, {off:.1f} s without: {off / on:.2f} x{around}"
           f"{' (page cache emptied before each)' if args.cold else ''}")
 
 
