@@ -168,15 +168,16 @@ def test_products_in_slices_match_scipy(graph_and_db, monkeypatch):
 
 
 @pytest.mark.parametrize("compiled", [True, False], ids=["scipy", "numpy"])
-def test_the_hits_product_adds_each_pages_terms_as_a_csr_product_does(graph_and_db, monkeypatch, compiled):
+def test_the_products_add_each_pages_terms_as_a_csr_product_does(graph_and_db, monkeypatch, compiled):
     """``pull`` (HITS) reads the transposed arrays column by column, slice
     by slice, without a copy of the links: each page's sum is its terms
     added from zero in the order of its links, bit for bit what a CSR
-    product of the adjacency gives, with scipy's compiled product or
-    without it."""
+    product of the adjacency gives; ``push`` (PageRank) reads them row by
+    row into one array, bit for bit scipy's CSR product of the whole
+    transposed arrays; with scipy's compiled products or without them."""
     _, db, _ = graph_and_db
     if not compiled:
-        monkeypatch.setattr(pattern_module, "_compiled_csc_matvec", lambda: None)
+        monkeypatch.setattr(pattern_module, "_compiled_matvecs", lambda: (None, None))
     y = np.random.default_rng(5).random(db.n_pages)
     with db.snapshot() as txn:
         a = database_adjacency(db, txn)
@@ -189,6 +190,8 @@ def test_the_hits_product_adds_each_pages_terms_as_a_csr_product_does(graph_and_
         partials[sliced.rows] += m.T @ y[r0:r1]
     assert np.allclose(partials, want, rtol=1e-12, atol=0) and not np.array_equal(partials, want)
     assert np.array_equal(sliced.pull(y).view(np.uint64), want.view(np.uint64))
+    x = np.random.default_rng(6).random(db.n_pages)
+    assert np.array_equal(sliced.push(x).view(np.uint64), (a.T.tocsr() @ x).view(np.uint64))
 
 
 def test_rows_in_page_order_are_the_adjacency(graph_and_db):

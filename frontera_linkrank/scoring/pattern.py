@@ -46,9 +46,10 @@ class Pattern:
 
     def dot(self, x: np.ndarray) -> np.ndarray:
         """``A @ x`` as a new float64 array."""
-        out = np.empty(self.shape[0])
+        out = np.zeros(self.shape[0])
+        x = np.ascontiguousarray(x, np.float64)
         for r0, r1, m in self._slices:
-            out[r0:r1] = m @ x
+            add_product(m, x, out[r0:r1])
         return out
 
     def tdot(self, y: np.ndarray) -> np.ndarray:
@@ -98,29 +99,43 @@ def preload_scipy() -> None:
     allocations land in that thread's C heap among the ranking's transient
     arrays, and more of that heap stays resident
     (docs/research/measurements.md, "Start-up without scipy")."""
-    _compiled_csc_matvec()
+    _compiled_matvecs()
 
 
 @functools.cache
-def _compiled_csc_matvec() -> Any:
-    """scipy's compiled CSC product, or None.
+def _compiled_matvecs() -> tuple[Any, Any]:
+    """scipy's compiled CSR and CSC products, or ``(None, None)``.
 
-    It adds into an existing array, so a transposed product over slices
-    sums each entry in one sequence, as a CSR product of the transpose
-    does. It is not public API: without it numpy's unbuffered add gives the
-    same sums, more slowly."""
+    They add into an existing array: a product needs no temporary of its
+    rows and no copy into place, and a transposed product over slices sums
+    each entry in one sequence, as a CSR product of the transpose does.
+    ``m @ x`` calls the same CSR product on a zeroed array, after checks
+    that cost as much as the product on a small graph. Not public API:
+    without it the products go through scipy's and numpy's public calls,
+    with the same sums, more slowly."""
     try:
-        from scipy.sparse._sparsetools import csc_matvec
+        from scipy.sparse._sparsetools import csc_matvec, csr_matvec
     except ImportError:  # pragma: no cover - depends on scipy's internals
-        return None
-    return csc_matvec
+        return None, None
+    return csr_matvec, csc_matvec
+
+
+def add_product(m: sp.csr_matrix, x: np.ndarray, out: np.ndarray) -> None:
+    """``out += m @ x`` in place (``x`` float64 and contiguous, ``out`` a
+    contiguous float64 array of ``m``'s rows): each entry's terms added
+    one by one in the order stored, onto what ``out`` holds."""
+    _csr_matvec = _compiled_matvecs()[0]
+    if _csr_matvec is not None:
+        _csr_matvec(m.shape[0], m.shape[1], m.indptr, m.indices, np.ascontiguousarray(m.data, np.float64), x, out)
+    else:
+        out += m @ x
 
 
 def add_transposed_product(m: sp.csr_matrix, y: np.ndarray, out: np.ndarray) -> None:
     """``out += m.T @ y`` in place, each entry's terms added one by one in
     row order (no temporary as long as ``out``)."""
     y = np.ascontiguousarray(y, np.float64)
-    _csc_matvec = _compiled_csc_matvec()
+    _csc_matvec = _compiled_matvecs()[1]
     if _csc_matvec is not None:
         _csc_matvec(m.shape[1], m.shape[0], m.indptr, m.indices, np.ascontiguousarray(m.data, np.float64), y, out)
     else:
@@ -135,5 +150,5 @@ def transpose_indices(indptr: np.ndarray, indices: np.ndarray, shape: tuple[int,
     return t.indptr, t.indices
 
 
-__all__ = ["SLICE_LINKS", "Pattern", "add_transposed_product", "csr_matrix", "preload_scipy", "slice_view",
-           "transpose_indices"]
+__all__ = ["SLICE_LINKS", "Pattern", "add_product", "add_transposed_product", "csr_matrix", "preload_scipy",
+           "slice_view", "transpose_indices"]
