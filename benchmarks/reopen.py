@@ -2,7 +2,7 @@
 
     python benchmarks/reopen.py DIR/db                 # two runs of each, alternating
     python benchmarks/reopen.py DIR/db --runs 3 --cold # page cache emptied before each (root)
-    python benchmarks/reopen.py DIR/db --cold --around # and the open reading around faults
+    python benchmarks/reopen.py DIR/db --cold --ahead  # and the open reading ahead of faults
 
 Each run is a new process that opens the database with the frontier core
 (default settings), takes one batch of 512 requests and exits without
@@ -10,10 +10,11 @@ committing: the file stays the one its writer closed, so every run skips
 the tree walk as the first open after a clean close does (the record of
 that close, which an opening writer removes, is put back when the file is
 unchanged). Runs alternate between the open as it is, which reads the map
-with the kernel's readahead ahead of each fault, and the same open with
-the map read one page at a time (``--cold`` makes the difference show:
-with the file in the page cache both read nothing from disk); ``--around``
-adds the open reading around each fault instead (``MADV_NORMAL``). Prints
+with the kernel's readahead around each fault (``MADV_NORMAL``), and the
+same open with the map read one page at a time (``--cold`` makes the
+difference show: with the file in the page cache both read nothing from
+disk); ``--ahead`` adds the open reading ahead of each fault instead
+(``MADV_SEQUENTIAL``). Prints
 the seconds to the first batch, the phases (page table, policy, queue),
 the bytes the process read from disk (``read_bytes`` of ``/proc/self/io``)
 and the ratios of the medians.
@@ -53,8 +54,8 @@ def child(path: str, mode: str, batch: int) -> None:
     before = os.stat(data)
     if mode == "off":
         readahead._MADVISE = None
-    elif mode == "around":
-        readahead.MADV_SEQUENTIAL = 0  # MADV_NORMAL: the kernel reads around each fault
+    elif mode == "ahead":
+        readahead.MADV_NORMAL = 2  # MADV_SEQUENTIAL: the kernel reads ahead of each fault
     phases: dict[str, float] = {}
 
     def timed(cls, name, label):
@@ -93,7 +94,7 @@ def child(path: str, mode: str, batch: int) -> None:
     os._exit(0)  # the environment is closed; no close() and its commit
 
 
-LABELS = {"on": "readahead at open", "off": "one page at a time", "around": "reading around faults"}
+LABELS = {"on": "readahead at open", "off": "one page at a time", "ahead": "reading ahead of faults"}
 
 
 def main() -> None:
@@ -102,8 +103,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2, help="runs of each kind")
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--cold", action="store_true", help="empty the page cache before each run (needs root)")
-    ap.add_argument("--around", action="store_true",
-                    help="also run the open reading around each fault (MADV_NORMAL) instead of ahead of it")
+    ap.add_argument("--ahead", action="store_true",
+                    help="also run the open reading ahead of each fault (MADV_SEQUENTIAL) instead of around it")
     ap.add_argument("--child", choices=list(LABELS), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -111,7 +112,7 @@ def main() -> None:
         return
     if not os.path.exists(os.path.join(args.path, "data.mdb")):
         sys.exit(f"{args.path}: no page database here")
-    kinds = ("on", "off", "around") if args.around else ("on", "off")
+    kinds = ("on", "off", "ahead") if args.ahead else ("on", "off")
     times: dict[str, list[float]] = {kind: [] for kind in kinds}
     for _ in range(args.runs):
         for kind in kinds:
@@ -131,8 +132,8 @@ def main() -> None:
                   f"({phases}{read})", flush=True)
     median = {kind: statistics.median(t) for kind, t in times.items()}
     on, off = median["on"], median["off"]
-    around = f", {median['around']:.1f} s reading around ({median['around'] / on:.2f} x)" if args.around else ""
-    print(f"median: {on:.1f} s with readahead, {off:.1f} s without: {off / on:.2f} x{around}"
+    ahead = f", {median['ahead']:.1f} s reading ahead ({median['ahead'] / on:.2f} x)" if args.ahead else ""
+    print(f"median: {on:.1f} s with readahead, {off:.1f} s without: {off / on:.2f} x{ahead}"
           f"{' (page cache emptied before each)' if args.cold else ''}")
 
 

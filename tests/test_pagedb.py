@@ -183,7 +183,7 @@ def test_a_crawl_that_closes_leaves_no_record_log(make_backend, tmp_path, monkey
 
 def test_an_open_reads_the_map_with_readahead_and_leaves_it_random(tmp_path, monkeypatch):
     """The map is without readahead (lookups all over the file); an open,
-    which reads whole tables, lets the kernel read ahead of its faults on
+    which reads whole tables, lets the kernel read around its faults on
     that map, except while it reads the host names (small entries whose
     leaves lie all over the file), and sets it back to random access when
     it is done."""
@@ -207,23 +207,23 @@ def test_an_open_reads_the_map_with_readahead_and_leaves_it_random(tmp_path, mon
     with PageDB(path, sync=False, compact=True) as db:
         db.add_pages([hashlib.sha1(u.encode()).digest() for u in urls], urls, [db.host_id("a.test")] * 100)
         db.commit()
-        # the open's reload: read ahead of faults, but the host names one page at a time
-        assert [c[2] for c in calls] == [readahead.MADV_SEQUENTIAL, readahead.MADV_RANDOM, readahead.MADV_SEQUENTIAL,
+        # the open's reload: read around faults, but the host names one page at a time
+        assert [c[2] for c in calls] == [readahead.MADV_NORMAL, readahead.MADV_RANDOM, readahead.MADV_NORMAL,
                                          readahead.MADV_RANDOM]
         assert hosts_read_with == [readahead.MADV_RANDOM]
         calls.clear()
         with db.bulk_reads(), db.snapshot() as txn:
             value = next(iter(txn.cursor(db=db.dbs[b"vertices"])))[1]
             at = np.frombuffer(value, np.uint8).ctypes.data
-            assert [c[2] for c in calls] == [readahead.MADV_SEQUENTIAL]
+            assert [c[2] for c in calls] == [readahead.MADV_NORMAL]
             assert any(lo <= at < hi for lo, hi, _ in calls)  # the range is the map's
-        assert [c[2] for c in calls] == [readahead.MADV_SEQUENTIAL, readahead.MADV_RANDOM]
+        assert [c[2] for c in calls] == [readahead.MADV_NORMAL, readahead.MADV_RANDOM]
         assert calls[0][:2] == calls[1][:2]
     calls.clear()
     core = FrontierCore(LinkRankSettings({"LINKRANK_PATH": str(path), "LINKRANK_SYNC": False}))
     try:
         advice = [c[2] for c in calls]
-        assert advice and advice[0] == readahead.MADV_SEQUENTIAL and advice[-1] == readahead.MADV_RANDOM
+        assert advice and advice[0] == readahead.MADV_NORMAL and advice[-1] == readahead.MADV_RANDOM
         opened = len(calls)
         core.next_requests(10)  # handing out: random access
         assert len(calls) == opened
@@ -232,7 +232,7 @@ def test_an_open_reads_the_map_with_readahead_and_leaves_it_random(tmp_path, mon
     assert readahead.map_ranges(str(path)) == []  # closed: no mapping left
 
 
-def test_readahead_blocks_nest_and_a_scattered_read_inside_one_goes_back_to_reading_ahead(tmp_path, monkeypatch):
+def test_readahead_blocks_nest_and_a_scattered_read_inside_one_goes_back_to_reading_around(tmp_path, monkeypatch):
     """Only the outermost bulk block puts the map back to random access; a
     scattered block reads one page per fault and then around faults again,
     and outside a bulk block it changes nothing."""
@@ -249,9 +249,9 @@ def test_readahead_blocks_nest_and_a_scattered_read_inside_one_goes_back_to_read
         with readahead.bulk(path):
             with readahead.bulk(path):
                 with readahead.scattered(path):
-                    assert calls == [readahead.MADV_SEQUENTIAL, readahead.MADV_RANDOM]
-                assert calls[-1] == readahead.MADV_SEQUENTIAL
-            assert calls == [readahead.MADV_SEQUENTIAL, readahead.MADV_RANDOM, readahead.MADV_SEQUENTIAL]
+                    assert calls == [readahead.MADV_NORMAL, readahead.MADV_RANDOM]
+                assert calls[-1] == readahead.MADV_NORMAL
+            assert calls == [readahead.MADV_NORMAL, readahead.MADV_RANDOM, readahead.MADV_NORMAL]
         assert calls[-1] == readahead.MADV_RANDOM and len(calls) == 4
     finally:
         env.close()

@@ -9,15 +9,11 @@ py-lmdb touches every page of a value before it returns it. An open reads
 whole tables of large values (the page table's checkpoint, the stored
 vectors, the link blocks), each a run of contiguous pages, which one read
 per page makes slow on a file that is not in the page cache. :func:`bulk`
-lets the kernel read ahead of faults while a block of such reads runs
-(``MADV_SEQUENTIAL``), and puts the map back to random access after it.
-Ahead, not around (``MADV_NORMAL``): a table is read from its first key
-to its last, and the pages before a fault are seldom the ones read next,
-so half of a read around it is mostly wasted (docs/research/measurements.md,
-"Reading ahead at open"). :func:`scattered` goes back
-to one page per fault inside a bulk block for a table of small values
-whose leaves lie all over the file (the host names), where reading ahead
-of each leaf would read mostly other tables' pages.
+lets the kernel read around faults while a block of such reads runs, and
+puts the map back to random access after it; :func:`scattered` goes back
+to one page per fault inside it for a table of small values whose leaves
+lie all over the file (the host names), where reading around each leaf
+would read mostly other tables' pages.
 
 A hint only: where ``madvise`` or ``/proc/self/maps`` is not available the
 pages are read as before, one at a time.
@@ -40,8 +36,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+MADV_NORMAL = 0
 MADV_RANDOM = 1
-MADV_SEQUENTIAL = 2
 
 
 def _madvise() -> Any:
@@ -88,11 +84,11 @@ def _advise(path: str, advice: int) -> None:
 @contextlib.contextmanager
 def bulk(path: str) -> Iterator[None]:
     """While the block runs, faults on the map of the environment at
-    ``path`` read ahead of them (``MADV_SEQUENTIAL``); random access once the
+    ``path`` read around them (``MADV_NORMAL``); random access once the
     last block running on ``path`` ends.
 
     For one thread reading whole tables, before others use the map: the
-    setting is the mapping's, so lookups in other threads read ahead of
+    setting is the mapping's, so lookups in other threads read around
     their faults too while it lasts."""
     if _MADVISE is None:
         yield
@@ -100,7 +96,7 @@ def bulk(path: str) -> Iterator[None]:
     with _blocks_lock:
         _open_blocks[path] = _open_blocks.get(path, 0) + 1
         if _open_blocks[path] == 1:
-            _advise(path, MADV_SEQUENTIAL)
+            _advise(path, MADV_NORMAL)
     try:
         yield
     finally:
@@ -115,7 +111,7 @@ def bulk(path: str) -> Iterator[None]:
 def scattered(path: str) -> Iterator[None]:
     """Inside a :func:`bulk` block, one page per fault while this block
     runs: for a table of small values written over the life of the file
-    (a B-tree whose leaves lie all over it), where reading ahead of each
+    (a B-tree whose leaves lie all over it), where reading around each
     leaf reads mostly pages of other tables."""
     with _blocks_lock:
         inside = _MADVISE is not None and bool(_open_blocks.get(path))
@@ -129,7 +125,7 @@ def scattered(path: str) -> Iterator[None]:
     finally:
         with _blocks_lock:
             if _open_blocks.get(path):  # else the bulk block ended meanwhile and left random access
-                _advise(path, MADV_SEQUENTIAL)
+                _advise(path, MADV_NORMAL)
 
 
-__all__ = ["MADV_RANDOM", "MADV_SEQUENTIAL", "bulk", "map_ranges", "scattered"]
+__all__ = ["MADV_NORMAL", "MADV_RANDOM", "bulk", "map_ranges", "scattered"]
