@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..numeric import unique
+from . import readahead
 from .coldrecords import ColdRecords, CompactTable
 from .environment import begin_read
 from .errors import LMDB_DAMAGE, CorruptDatabase, PageDBError, WriteError
@@ -95,6 +96,8 @@ class PageRecords:
             PageLog(self.dbs[b"vertices"], self.dbs[b"vlog"], record=RECORD_V2).load(txn, table, self.path)
             table.flags[:n] |= np.where(table.n_crawls[:n] > 0, F_CRAWLED, 0).astype(np.uint8)
             return table
+        for name in (b"vertices", b"vlog"):  # read whole, from values here and there in the file
+            readahead.prefetch(self.env, txn, self.path, name)
         self._log.load(txn, table, self.path)
         if not self.compact:
             if self._pages is None:
