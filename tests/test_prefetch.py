@@ -136,7 +136,7 @@ def test_a_file_not_laid_out_as_the_format_says_gives_no_pages(env_with_table, t
         os.close(fd)
 
 
-def test_the_open_asks_for_the_checkpoints_pages_before_reading_it(tmp_path, monkeypatch):
+def test_the_open_asks_for_the_checkpoints_and_the_host_names_pages_before_reading_them(tmp_path, monkeypatch):
     path = tmp_path / "db"
     urls = [f"http://h{i % 50}.test/{i}" for i in range(20000)]
     with PageDB(path, sync=False, compact=True) as db:
@@ -148,8 +148,9 @@ def test_the_open_asks_for_the_checkpoints_pages_before_reading_it(tmp_path, mon
     with PageDB(path, sync=False, compact=True) as db:
         assert db.n_pages == 20000
         with db.snapshot() as txn:
-            stat = txn.stat(db.dbs[b"vertices"])
+            stats = {name: txn.stat(db.dbs[name]) for name in (b"vertices", b"vlog", b"hosts")}
         psize = db.env.stat()["psize"]
     assert {a for _, _, a in asked} == {os.POSIX_FADV_WILLNEED}
-    assert sum(n for _, n, _ in asked) == (stat["leaf_pages"] + stat["overflow_pages"]) * psize
-    assert stat["overflow_pages"] > 0
+    # the checkpoint, its log and the host names: every leaf and overflow page, nothing else
+    assert sum(n for _, n, _ in asked) == sum(s["leaf_pages"] + s["overflow_pages"] for s in stats.values()) * psize
+    assert stats[b"vertices"]["overflow_pages"] > 0 and stats[b"hosts"]["leaf_pages"] > 0

@@ -214,6 +214,7 @@ class PageDB(FeatureTables, PageRecords):
         self._meta.install(doc)
         try:
             with readahead.scattered(self.path):  # a million small entries: leaves all over the file
+                readahead.prefetch(self.env, txn, self.path, b"hosts")  # asked for at once, in file order
                 self._hosts.load(txn, self.path)
             n = int(doc.get("n_pages", 0))
             # Every page record is stored at least once: a page count the
