@@ -205,15 +205,16 @@ def _table_pages(fd: int, psize: int, root: int, depth: int, last: int) -> list[
 
 def prefetch(env: Any, txn: Any, path: str, name: bytes) -> int:
     """Ask the kernel to read the leaves and values of the table ``name``
-    of the snapshot ``txn`` (of the environment ``env`` at ``path``), in
-    file order, before the caller reads all of it; returns the pages asked
-    for (0: nothing was, the pages are read as they are faulted)."""
+    of the snapshot ``txn`` (of the environment ``env`` at ``path``; its
+    default table the main one), in file order, before the caller reads
+    all of it; returns the pages asked for (0: nothing was, the pages are
+    read as they are faulted)."""
     if not hasattr(os, "posix_fadvise") or struct.calcsize("P") != 8:
         return 0
     record = txn.get(name)  # in the main table: the table's own record
     if record is None or len(record) != _TABLE.size:
         return 0
-    depth, root = _TABLE.unpack(record)[2], _TABLE.unpack(record)[7]
+    _, _, depth, *_, root = _TABLE.unpack(record)
     psize, last = env.stat()["psize"], env.info()["last_pgno"]
     try:
         fd = os.open(os.path.join(path, "data.mdb"), os.O_RDONLY)
