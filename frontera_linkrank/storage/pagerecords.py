@@ -161,6 +161,8 @@ class PageRecords:
             return False
         try:
             with begin_read(self.env, buffers=True) as txn:
+                for name in (b"fpsheld", b"fpsmarks"):  # a few values in runs of pages: read around, megabytes more
+                    readahead.prefetch(self.env, txn, self.path, name)
                 keys, pages = read_held(txn, self._fps_held, int(saved["count"]))
                 self._fps.restore_held(txn, keys, pages, start, n)
         except (ValueError, TypeError, CorruptDatabase) as e:
