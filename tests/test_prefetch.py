@@ -20,7 +20,7 @@ from frontera_linkrank.storage.pagedb import PageDB
 SCALE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "scale.py")
 
 
-def _table(env, txn, name):
+def _table(txn, name):
     rec = txn.get(name)
     _, _, depth, _, _, _, _, root = struct.unpack("<IHHQQQQQ", rec)
     return depth, root
@@ -53,7 +53,7 @@ def test_the_pages_found_are_the_tables_leaves_and_values(env_with_table):
     fd = os.open(os.path.join(path, "data.mdb"), os.O_RDONLY)
     try:
         with env.begin(buffers=True) as txn:
-            depth, root = _table(env, txn, b"t")
+            depth, root = _table(txn, b"t")
             stat = txn.stat(db)
             runs = readahead.table_pages(fd, psize, root, depth, last)
             assert depth >= 2 and stat["branch_pages"] >= 1
@@ -80,7 +80,7 @@ def test_an_empty_table_has_no_pages(tmp_path):
     try:
         env.open_db(b"empty")
         with env.begin() as txn:
-            depth, root = _table(env, txn, b"empty")
+            depth, root = _table(txn, b"empty")
             fd = os.open(os.path.join(str(tmp_path / "env"), "data.mdb"), os.O_RDONLY)
             try:
                 assert readahead.table_pages(fd, env.stat()["psize"], root, depth, env.info()["last_pgno"]) == []
@@ -99,7 +99,7 @@ def test_a_file_not_laid_out_as_the_format_says_gives_no_pages(env_with_table, t
     path, env, db = env_with_table
     psize, last = env.stat()["psize"], env.info()["last_pgno"]
     with env.begin() as txn:
-        depth, root = _table(env, txn, b"t")
+        depth, root = _table(txn, b"t")
     env.close()
     damaged = str(tmp_path / "damaged")
     shutil.copytree(path, damaged)
