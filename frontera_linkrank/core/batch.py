@@ -264,7 +264,6 @@ class BatchApplier:
         db, v = self.db, self.db.vertices
         index_get = self._known(pending).get
         cold = db.cold
-        host_ids = db.host_ids
         budget = self.max_pages_per_host
         cap = self.max_links_per_page
         max_len = self.max_url_length
@@ -316,10 +315,7 @@ class BatchApplier:
                         url = url.decode("utf-8")  # bytes check_url could decode: stored as text
                     hid = batch_hosts.get(host)
                     if hid is None:
-                        hid = host_ids.get(host)
-                        if hid is None:
-                            hid = self.registry.host(host)
-                        batch_hosts[host] = hid
+                        hid = batch_hosts[host] = self.registry.host(host)  # one lookup, adding a new host
                     if (cap and len(kids) >= cap) or (budget and host_known[hid] >= budget):
                         dropped += 1
                         dropped_same += hid == src_host
