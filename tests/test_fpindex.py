@@ -8,8 +8,9 @@ import textwrap
 
 import lmdb
 import numpy as np
+import pytest
 
-from frontera_linkrank.storage.keys import key_page
+from frontera_linkrank.storage.keys import key_list, key_page
 from frontera_linkrank.storage.pagedb import PageDB
 
 HOST = "h.test"
@@ -165,22 +166,28 @@ def test_a_tool_writing_the_database_completes_the_table(tmp_path):
         check(db)
 
 
-def test_the_index_answers_as_a_dict_does_through_splits_merges_retries_and_reopening(tmp_path, monkeypatch):
+@pytest.mark.parametrize("filtered", [False, True])
+def test_the_index_answers_as_a_dict_does_through_splits_merges_retries_and_reopening(tmp_path, monkeypatch, filtered):
     """Against a dict, batch after batch: fingerprints with zero bytes at
     their ends and inside (compared as LMDB compares keys), ranges split
     as the table grows, held entries merged often, a cache of 64 slots
     overwritten all the time, a commit that fails and is retried, and a
-    reopening that holds again what the table lacks."""
-    from frontera_linkrank.storage import fpindex
+    reopening that holds again what the table lacks. A writer's index
+    (``filtered``) also keeps the table's keys in a Bloom filter, filled
+    from the table 50 keys a lookup, in segments of 64 keys and more."""
+    from frontera_linkrank.storage import fpindex, keyfilter
     from frontera_linkrank.storage.fpindex import FingerprintIndex
 
     monkeypatch.setattr(fpindex, "MERGE_AT", 64)
+    monkeypatch.setattr(keyfilter, "SCAN", 50)
+    monkeypatch.setattr(keyfilter, "MIN_CAPACITY", 64)
     rng = np.random.default_rng(7)
     env = lmdb.open(str(tmp_path / "db"), max_dbs=2, map_size=1 << 28)
     fps_db, marks_db = env.open_db(b"fps"), env.open_db(b"fpsmarks")
 
     def index():
-        return FingerprintIndex(fps_db, lambda: env.begin(buffers=True), marks_db, cache=64, leaves_per_range=2)
+        return FingerprintIndex(fps_db, lambda: env.begin(buffers=True), marks_db, cache=64, leaves_per_range=2,
+                                filtered=filtered)
 
     def fingerprint(k):
         raw = bytearray(rng.bytes(20))
@@ -225,7 +232,15 @@ def test_the_index_answers_as_a_dict_does_through_splits_merges_retries_and_reop
             assert ix.held() == held
     assert ix._bits >= 3 and len(known) > 4000
     everything = list(known) + strangers
-    assert ix.find_many(everything) == [known.get(fp) for fp in everything]
+    for _ in range(len(known) // 50 + 2):  # (each lookup reads 50 more keys of the table into the filter)
+        assert ix.find_many(everything) == [known.get(fp) for fp in everything]
+    lookups = ix.lookups
+    assert ix.find_many(strangers) == [None] * len(strangers)
+    assert [ix.find(fp) for fp in strangers] == [None] * len(strangers)
+    if filtered:  # the filter holds the table: nearly every stranger is answered without it
+        assert ix.filter.ready and ix.lookups - lookups < 40
+    else:
+        assert ix.lookups - lookups == 2 * len(strangers)
     # A key of another length (a fingerprint from outside, damaged) names no page.
     assert ix.find(b"\0" * 19) is None and ix.find(b"") is None
     assert ix.find_many([everything[0], b"x" * 21, everything[1]]) == [0, None, 1]
@@ -294,3 +309,36 @@ def test_a_closing_writer_stores_what_it_holds_and_the_next_open_takes_it_from_t
     with PageDB(path, sync=False, compact=True) as db:
         assert db._fps.held() == held and len(reads) == 2
         check(db)
+
+
+def test_the_key_filter_never_loses_a_key_and_lets_few_others_through(tmp_path, monkeypatch):
+    """Keys added in batches across growing segments, and keys read from a
+    table a slice at a time: never reported absent; keys never added
+    nearly always are, with or without arrays."""
+    from frontera_linkrank.storage import keyfilter
+    from frontera_linkrank.storage.keyfilter import KeyFilter
+
+    monkeypatch.setattr(keyfilter, "MIN_CAPACITY", 64)
+    rng = np.random.default_rng(3)
+    keys = np.frombuffer(rng.bytes(20 * 6000), "S20")
+    keys = keys[np.unique(keys, return_index=True)[1]]
+    added, others = keys[:4000], keys[4000:]
+    env = lmdb.open(str(tmp_path / "db"), max_dbs=1)
+    table = env.open_db(b"fps")
+    with env.begin(write=True) as txn:
+        txn.cursor(db=table).putmulti([(bytes(k), b"") for k in sorted(key_list(added[:1500]))])
+    f = KeyFilter(capacity=64)
+    f.add(added[1500:1600])  # written before the scan started
+    calls = 0
+    while not f.ready:
+        f.fill(lambda: env.begin(buffers=True), table, 100)
+        calls += 1
+    assert calls == 15 + 1  # 1,500 keys, 100 a time
+    for lo in range(1600, 4000, 300):
+        f.add(added[lo : lo + 300])
+    assert len(f._segments) >= 3
+    assert not f.absent(added).any()
+    assert not any(f.absent_one(bytes(k)) for k in key_list(added))
+    through = int((~f.absent(others)).sum())
+    assert through < 0.05 * len(others)
+    assert [f.absent_one(k) for k in key_list(others)] == f.absent(others).tolist()

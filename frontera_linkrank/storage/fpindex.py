@@ -56,6 +56,7 @@ import numpy as np
 from ..numeric import spans
 from .errors import CorruptDatabase
 from .fptables import read_marks
+from .keyfilter import KeyFilter
 from .keys import KEY, as_keys, key_list, key_page, page_keys, search, search_one
 
 _NONE = np.iinfo(np.int64).max  # "no pending page" in the per-range minimum
@@ -179,12 +180,12 @@ class FingerprintIndex:
     _mark: np.ndarray
     _marks_stale: bool
     _plan: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int] | None
+    filter: KeyFilter | None  # a writer's: the table's keys in a Bloom filter (:mod:`.keyfilter`)
 
     def __init__(self, db: Any, snapshot: Callable[[], Any], marks: Any = None, cache: int = 1 << 18,
-                 held_per_leaf: int = 2, leaves_per_range: int = 16) -> None:
-        self.db = db
-        self.marks_db = marks
-        self._snapshot = snapshot
+                 held_per_leaf: int = 2, leaves_per_range: int = 16, filtered: bool = False) -> None:
+        self.db, self._filtered = db, filtered
+        self.marks_db, self._snapshot = marks, snapshot
         size = 1 << max(0, int(cache) - 1).bit_length() if cache else 0
         # The cache is direct-mapped: a fingerprint's slot is given by its
         # bytes 12-19 (the key ranges use the first ones).
@@ -209,6 +210,8 @@ class FingerprintIndex:
             i = search_one(self._main, fp)
             if i < 0:
                 i = search_one(self._recent, fp)
+            if i < 0 and self.filter is not None and self.filter.ready and self.filter.absent_one(fp):
+                return None
             if i < 0:
                 self.lookups += 1
                 with self._snapshot() as txn:
@@ -246,6 +249,8 @@ class FingerprintIndex:
                 break
             out[holes] = look(keys[holes])
         holes = np.flatnonzero(out < 0)
+        if len(holes) and self.filter is not None:
+            holes = holes[self.filter.maybe(keys[holes], self._snapshot, self.db)]
         if len(holes):
             ask = np.unique(keys[holes])
             self.lookups += len(ask)
@@ -302,6 +307,8 @@ class FingerprintIndex:
         keys, pages = np.concatenate(write_fp), np.concatenate(write_page)
         if len(keys):
             order = np.argsort(keys, kind="stable")
+            if self.filter is not None:
+                self.filter.add(keys)
             txn.cursor(db=self.db).putmulti(list(zip(key_list(keys[order]), page_keys(pages[order]))))
         if self.marks_db is not None:
             mark = np.where(due, n, self._mark)
@@ -481,6 +488,7 @@ class FingerprintIndex:
         """Forget the batch, the pending pages and the cache (a reload, which
         restores the pending pages from the database)."""
         self.new = {}
+        self.filter = KeyFilter() if self._filtered else None  # filled again from the table
         self._cache_page.fill(-1)
         self._bits = 0
         self._mark = np.zeros(1, np.int64)

@@ -1,0 +1,194 @@
+"""A Bloom filter of the fingerprints in the ``fps`` table.
+
+Most fingerprints a broad crawl looks up in the table belong to pages it
+has never seen: the links of a crawled page lead to pages found for the
+first time, while the pages many links lead to are answered from memory
+(:mod:`.fpindex`). In the table a lookup that finds nothing costs what one
+that finds its page costs: a walk down the B-tree to a leaf, one read
+from disk once the table is larger than the page cache. The filter
+answers "not in the table" for nearly all of those keys without reading
+it (B. H. Bloom, "Space/time trade-offs in hash coding with allowable
+errors", CACM 13(7), 1970; Heritrix's ``BloomUriUniqFilter`` does this
+for its whole URL set).
+
+It never answers "not in the table" for a key that is in it: every key
+written to the table is added as it is written, and the keys already
+there when the writer opened are read from the table, a slice at a time
+as lookups come (:meth:`KeyFilter.maybe`), so that opening a large
+database does not wait for them. Until that scan has reached the end,
+the filter is not asked. A key it wrongly lets through (about 1 in 100)
+is looked up in the table as before.
+
+The filter grows in segments: the first holds the table's keys at the
+open and half as many again; when the keys added reach the capacity of
+the newest one, a new one as large as all the keys so far is added. At
+``BITS_PER_KEY`` bits a key of capacity, it takes 1.25 to 2.5 bytes a
+key.
+
+Examples
+--------
+>>> import hashlib
+>>> keys = np.array([hashlib.sha1(b"%d" % i).digest() for i in range(1000)], "S20")
+>>> f = KeyFilter(capacity=1000)
+>>> f.add(keys[:500])
+>>> bool(f.absent(keys[:500]).any())  # never for a key added
+False
+>>> int(f.absent(keys[500:]).sum()) > 480  # nearly always for the others
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+BITS_PER_KEY = 10  # bits of a segment per key of its capacity
+HASHES = 7  # bits set per key: about 1% false positives in a full segment
+SCAN = 1 << 15  # keys of the table read per lookup while the filter is filled
+MIN_CAPACITY = 1 << 20
+
+_M64 = (1 << 64) - 1
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: every bit of the result depends on every
+    bit of ``z`` (fingerprints need not be uniform hashes)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _mix_one(z: int) -> int:
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _hashes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two 64-bit hashes of each 20-byte key (an array of ``S20``)."""
+    raw = np.ascontiguousarray(keys).view(np.uint8).reshape(-1, 20)
+    words = np.ascontiguousarray(raw[:, :16]).view("<u8")
+    tail = np.ascontiguousarray(raw[:, 16:]).view("<u4").ravel().astype(np.uint64)
+    return _mix(words[:, 0] ^ (tail << np.uint64(32))), _mix(words[:, 1] ^ tail) | np.uint64(1)
+
+
+class _Segment:
+    def __init__(self, capacity: int) -> None:
+        words = max(1, -(-int(capacity) * BITS_PER_KEY // 64))
+        self.words = np.zeros(words, np.uint64)
+        self.bits = np.uint64(64 * words)
+        self.capacity = capacity
+        self.count = 0
+
+    def positions(self, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
+        steps = np.arange(HASHES, dtype=np.uint64)
+        return (h1[:, None] + steps[None, :] * h2[:, None]) % self.bits  # (the sums wrap at 2**64)
+
+    def add(self, h1: np.ndarray, h2: np.ndarray) -> None:
+        pos = self.positions(h1, h2).ravel()
+        word, bit = pos >> np.uint64(6), np.uint64(1) << (pos & np.uint64(63))
+        while len(word):  # of positions in one word, a fancy assignment keeps one: the rest go again
+            self.words[word] |= bit
+            missing = (self.words[word] & bit) == 0
+            word, bit = word[missing], bit[missing]
+        self.count += len(h1)
+
+    def holds(self, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
+        pos = self.positions(h1, h2)
+        return ((self.words[pos >> np.uint64(6)] >> (pos & np.uint64(63))) & np.uint64(1)).all(axis=1)
+
+    def holds_one(self, h1: int, h2: int) -> bool:
+        bits, words = int(self.bits), self.words
+        for i in range(HASHES):
+            p = ((h1 + i * h2) & _M64) % bits
+            if not (int(words[p >> 6]) >> (p & 63)) & 1:
+                return False
+        return True
+
+
+class KeyFilter:
+    """The keys of one table: :meth:`add` every key written to it,
+    :meth:`maybe` before looking keys up (see the module docstring)."""
+
+    def __init__(self, capacity: int = MIN_CAPACITY) -> None:
+        self._segments = [_Segment(max(int(capacity), 1))]
+        self._scan_from: bytes | None = b""  # the next key of the table to read; None: all read
+        self.count = 0
+
+    @property
+    def ready(self) -> bool:
+        """Whether the keys the table held at the start are all in."""
+        return self._scan_from is None
+
+    def add(self, keys: np.ndarray) -> None:
+        """Add ``keys`` (an array of ``S20``)."""
+        if not len(keys):
+            return
+        h1, h2 = _hashes(keys)
+        done = 0
+        while done < len(keys):
+            seg = self._segments[-1]
+            room = seg.capacity - seg.count
+            if room <= 0:
+                self._segments.append(_Segment(max(MIN_CAPACITY, self.count)))
+                continue
+            take = slice(done, done + room)
+            seg.add(h1[take], h2[take])
+            self.count += len(h1[take])
+            done += len(h1[take])
+
+    def absent(self, keys: np.ndarray) -> np.ndarray:
+        """Which of ``keys`` (``S20``) were surely never added."""
+        h1, h2 = _hashes(keys)
+        out = np.ones(len(keys), bool)
+        for seg in reversed(self._segments):  # the largest first: most keys are answered there
+            live = np.flatnonzero(out)
+            if not len(live):
+                break
+            out[live[seg.holds(h1[live], h2[live])]] = False
+        return out
+
+    def absent_one(self, key: bytes) -> bool:
+        """:meth:`absent` for one 20-byte key, without arrays."""
+        tail = int.from_bytes(key[16:20], "little")
+        h1 = _mix_one(int.from_bytes(key[0:8], "little") ^ (tail << 32))
+        h2 = _mix_one(int.from_bytes(key[8:16], "little") ^ tail) | 1
+        return not any(seg.holds_one(h1, h2) for seg in self._segments)
+
+    def maybe(self, keys: np.ndarray, snapshot: Callable[[], Any], db: Any) -> np.ndarray:
+        """Which of ``keys`` may be in the table ``db`` (all of them until
+        the filter holds the table; each call before then reads the next
+        :data:`SCAN` keys of the table in a snapshot of its own)."""
+        if not self.ready:
+            self.fill(snapshot, db, SCAN)
+            return np.ones(len(keys), bool)
+        return ~self.absent(keys)
+
+    def fill(self, snapshot: Callable[[], Any], db: Any, budget: int) -> None:
+        """Read up to ``budget`` more keys of the table ``db`` into the filter."""
+        start = self._scan_from
+        if start is None:
+            return
+        with snapshot() as txn:
+            if start == b"" and self.count == 0 and len(self._segments) == 1:
+                # Sized for the table as it is and half as much again.
+                entries = txn.stat(db)["entries"]
+                self._segments = [_Segment(max(MIN_CAPACITY, entries + entries // 2))]
+            cur = txn.cursor(db=db)
+            got: list[bytes] = []
+            if cur.set_range(start) if start else cur.first():
+                for key in cur.iternext(keys=True, values=False):
+                    got.append(bytes(key))
+                    if len(got) >= budget:
+                        break
+        keys = np.array(got, "S20")
+        self.add(keys)
+        self._scan_from = got[-1] if len(got) >= budget else None
+
+    def nbytes(self) -> int:
+        return sum(seg.words.nbytes for seg in self._segments)
+
+
+__all__ = ["KeyFilter"]
