@@ -342,3 +342,60 @@ def test_the_key_filter_never_loses_a_key_and_lets_few_others_through(tmp_path, 
     through = int((~f.absent(others)).sum())
     assert through < 0.05 * len(others)
     assert [f.absent_one(k) for k in key_list(others)] == f.absent(others).tolist()
+
+
+def test_a_closing_writer_stores_its_filter_and_the_next_open_takes_it_back(tmp_path, caplog):
+    """The Bloom filter of the table's keys, once filled, is stored with
+    the close and taken back whole by the next writer, which asks the table
+    only for the keys it may hold; the next commit drops it; a damaged one,
+    or one stored for a table that has changed since, is filled again."""
+    path = tmp_path / "db"
+    written_behind(path)
+    strangers = fps_of([f"http://elsewhere.test/{i}" for i in range(2000)])
+    with PageDB(path, sync=False, compact=True) as db:
+        assert not db._fps.filter.ready  # (no lookup yet: a new open fills it as lookups come)
+        for _ in range(100):
+            assert db.find_many(strangers) == [None] * len(strangers)
+            if db._fps.filter.ready:
+                break
+        assert db._fps.filter.ready
+        layout, words = db._fps.filter.layout(), [bytes(p) for p in db._fps.filter.parts()]
+    with PageDB(path, sync=False, compact=True) as db:
+        f = db._fps.filter
+        assert f.ready and f.layout() == layout and [bytes(p) for p in f.parts()] == words
+        lookups = db._fps.lookups
+        assert db.find_many(strangers) == [None] * len(strangers)
+        assert db._fps.lookups - lookups < 100  # about 1 in 100 let through
+        check(db)
+        add_batch(db, db.n_pages, 500)
+        db.commit()
+        assert "fps_filter" not in db.meta
+        with db.snapshot() as txn:
+            assert txn.stat(db.dbs[b"fpsfilter"])["entries"] == 0
+        check(db)
+    with PageDB(path, sync=False, compact=True) as db:  # stored again by that close
+        assert db._fps.filter.ready
+        check(db)
+    env = lmdb.open(str(path), max_dbs=32)
+    with env.begin(write=True) as txn:  # one bit of the stored filter flipped
+        stored, first = env.open_db(b"fpsfilter", txn=txn), (0).to_bytes(8, "big")
+        value = bytearray(txn.get(first, db=stored))
+        value[100] ^= 4
+        txn.put(first, bytes(value), db=stored)
+    env.close()
+    with PageDB(path, sync=False, compact=True) as db:
+        assert not db._fps.filter.ready and "checksum does not match" in caplog.text
+        check(db)
+    caplog.clear()
+    with PageDB(path, sync=False, compact=True) as db:  # filled, then stored whole by this close
+        while not db._fps.filter.ready:
+            db.find_many(strangers)
+    env = lmdb.open(str(path), max_dbs=32)
+    with env.begin(write=True) as txn:  # a key the filter never held, put in the table behind its back
+        txn.put(strangers[0], (0).to_bytes(8, "big"), db=env.open_db(b"fps", txn=txn))
+    env.close()
+    with PageDB(path, sync=False, compact=True) as db:
+        assert not db._fps.filter.ready and "has changed since" in caplog.text
+        while not db._fps.filter.ready:
+            assert db.find_many(strangers[:1]) == [0]
+        assert db.find_many(strangers[:1]) == [0]

@@ -188,7 +188,47 @@ class KeyFilter:
         self._scan_from = got[-1] if len(got) >= budget else None
 
     def nbytes(self) -> int:
+        """Bytes the filter's bits take."""
         return sum(seg.words.nbytes for seg in self._segments)
+
+    def layout(self) -> list[list[int]]:
+        """Each segment's capacity, keys added and 64-bit words: with the
+        words (:meth:`parts`), what :meth:`restore` takes."""
+        return [[seg.capacity, seg.count, len(seg.words)] for seg in self._segments]
+
+    def parts(self) -> list[memoryview]:
+        """The segments' words, little-endian, in the order of :meth:`layout`."""
+        return [seg.words.astype("<u8", copy=False).data for seg in self._segments]
+
+    @staticmethod
+    def size_of(layout: Any) -> int:
+        """Bytes of the words of ``layout``; ValueError if it is not one
+        :meth:`layout` gives."""
+        if not isinstance(layout, list) or not layout:
+            raise ValueError("no segments")
+        size = 0
+        for seg in layout:
+            if (not isinstance(seg, list) or len(seg) != 3 or not all(type(x) is int for x in seg)
+                    or not 0 <= seg[1] <= seg[0] or seg[2] != max(1, -(-seg[0] * BITS_PER_KEY // 64))):
+                raise ValueError(f"segment {seg!r} does not fit its capacity")
+            size += 8 * seg[2]
+        return size
+
+    @classmethod
+    def restore(cls, layout: list[list[int]], raw: bytearray) -> KeyFilter:
+        """A filter holding what the one that gave ``layout`` and ``raw``
+        (its :meth:`parts` end to end) held, ready: the table it stood for
+        must hold the same keys."""
+        words = np.frombuffer(raw, "<u8", count=cls.size_of(layout) // 8)  # (writable: a bytearray)
+        f = cls(capacity=1)
+        f._segments, at = [], 0
+        for capacity, count, n in layout:
+            seg = _Segment(1)
+            seg.words, seg.bits, seg.capacity, seg.count = words[at : at + n], np.uint64(64 * n), capacity, count
+            f._segments.append(seg)
+            at += n
+        f.count, f._scan_from = sum(seg.count for seg in f._segments), None
+        return f
 
 
 __all__ = ["KeyFilter"]

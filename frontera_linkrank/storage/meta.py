@@ -22,7 +22,8 @@ from .errors import CorruptDatabase, PageDBError
 SCHEMA_NAME = "frontera_linkrank.pagedb"
 SCHEMA_VERSION = 3  # 2: page field "rate", tables "visits" and "validators"; 3: hot/cold page records
 READS_VERSIONS = (2, 3)  # schema 2 is read, and upgraded by the first writer
-STORAGE_KEYS = frozenset({"schema", "version", "created", "n_pages", "edge_seq", "vlog_seq", "host_lists", "fps_held"})
+STORAGE_KEYS = frozenset({"schema", "version", "created", "n_pages", "edge_seq", "vlog_seq", "host_lists", "fps_held",
+                          "fps_filter"})
 
 
 def new_document() -> dict[str, Any]:

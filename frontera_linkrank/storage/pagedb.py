@@ -7,7 +7,7 @@ Named databases inside the environment:
 ``vertices``   the checkpoint of the pages' hot fields, see :mod:`.pagelog`
 ``vlog``       hot records changed since the checkpoint, see :mod:`.pagelog`
 ``pages``      the pages' cold fields, one value per page, see :mod:`.coldrecords`
-``fps``        fingerprint -> page index; ``fpsmarks``, ``fpsheld``: see :mod:`.fpindex`, :mod:`.fptables`
+``fps``        fingerprint -> page index; ``fpsmarks``, ``fpsheld``, ``fpsfilter``: see :mod:`.fptables`
 ``urls``       page index (8-byte big-endian) -> URL (UTF-8)
 ``hosts``      host name -> host id, see :mod:`.hosts`
 ``edges``      blocks of out-links, see :mod:`.edges`
@@ -64,7 +64,7 @@ logger = logging.getLogger(__name__)
 
 # Tables of storage itself: not side tables.
 _OWN_TABLES = frozenset(("meta", "vertices", "vlog", "urls", "hosts", "edges", "scores", "hostpages", "pages",
-                         "fps", "fpsmarks", "fpsheld"))
+                         "fps", "fpsmarks", "fpsheld", "fpsfilter"))
 
 
 class PageDB(FeatureTables, PageRecords):

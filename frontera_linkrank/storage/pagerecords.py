@@ -16,6 +16,7 @@ every field of every page is loaded into :attr:`PageDB.vertices`, and
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -23,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..numeric import unique
-from . import readahead
+from . import environment, readahead
 from .coldrecords import ColdRecords, CompactTable
 from .environment import begin_read
 from .errors import LMDB_DAMAGE, CorruptDatabase, PageDBError, WriteError
-from .fptables import read_held, write_held
+from .fptables import read_chunks, read_held, write_chunks, write_held
+from .keyfilter import KeyFilter
 from .keys import key_list, page_key, page_keys
 from .meta import SCHEMA_VERSION
 from .meta import decode as decode_meta
@@ -42,6 +44,10 @@ HEADS = STATE_PREFIX + "queue.heads"
 """The pages of the frontier's heads at the last close (:meth:`PageRecords.store_heads`)."""
 HELD_SECTION = "fps_held"
 """Metadata key of the pages a close stored in the ``fpsheld`` table."""
+FILTER_SECTION = "fps_filter"
+"""Metadata key of the fingerprint filter a close stored in the ``fpsfilter`` table."""
+FILTER_CHUNK = 1 << 23
+"""Bytes of the filter per LMDB value."""
 
 
 class PageRecords:
@@ -146,11 +152,33 @@ class PageRecords:
         start = self.meta.get("fps_from", n)
         if not isinstance(start, int) or not 0 <= start <= n:
             raise CorruptDatabase(f"{self.path}: fps_from {start!r} is not a page index (corrupt database)")
-        if start == n or self._restore_held(start, n):
+        if not (start == n or self._restore_held(start, n)):
+            with begin_read(self.env, buffers=True) as txn, self._damage("page records"):
+                records = ColdRecords(self._pages, self.snapshot).read_all(txn, n, self.path, start)
+                self._fps.restore(txn, records["fp"], start)
+        self._restore_filter(n)
+
+    def _restore_filter(self, n: int) -> None:
+        """Take back the fingerprint filter the last close stored
+        (:meth:`_save_held`), if its record is in the last commit's
+        metadata, the table has as many keys as then and the bits are
+        whole; else the filter is filled from the table as lookups come."""
+        saved = self.meta.get(FILTER_SECTION)
+        if self._fps.filter is None or not isinstance(saved, dict) or saved.get("n_pages") != n:
             return
-        with begin_read(self.env, buffers=True) as txn, self._damage("page records"):
-            records = ColdRecords(self._pages, self.snapshot).read_all(txn, n, self.path, start)
-            self._fps.restore(txn, records["fp"], start)
+        table = environment.table_handle(self.env, self.dbs, b"fpsfilter", False)  # (a writer: created if new)
+        try:
+            with begin_read(self.env, buffers=True) as txn:
+                if txn.stat(self._fps.db)["entries"] != saved.get("entries"):
+                    raise ValueError("the fingerprint table has changed since")
+                readahead.prefetch(self.env, txn, self.path, b"fpsfilter")
+                raw = read_chunks(txn, table, KeyFilter.size_of(saved.get("segments")), "fingerprint filter")
+            if hashlib.blake2b(raw, digest_size=16).hexdigest() != saved.get("digest"):
+                raise ValueError("its checksum does not match")
+            self._fps.filter = KeyFilter.restore(saved["segments"], raw)
+        except (ValueError, TypeError, *LMDB_DAMAGE) as e:
+            logger.warning("%s: the fingerprint filter stored at the last close is unusable (%s): filling it "
+                           "from the table again", self.path, e)
 
     def _restore_held(self, start: int, n: int) -> bool:
         """Hold the pages the last close stored (:meth:`_save_held`), if
@@ -181,13 +209,26 @@ class PageRecords:
             return
         doc = dict(self.meta)
         n, start = doc.get("n_pages", 0), doc.get("fps_from", 0)
-        if start >= n:
+        keyfilter = self._fps.filter if self._fps.filter is not None and self._fps.filter.ready else None
+        if start >= n and keyfilter is None:
             return
-        keys, pages = self._fps.held_entries()
-        doc[HELD_SECTION] = {"n_pages": n, "fps_from": start, "count": len(keys)}
+        if start < n:
+            keys, pages = self._fps.held_entries()
+            doc[HELD_SECTION] = {"n_pages": n, "fps_from": start, "count": len(keys)}
+        if keyfilter is not None:
+            parts = keyfilter.parts()
+            digest = hashlib.blake2b(digest_size=16)
+            for part in parts:
+                digest.update(part)
+            doc[FILTER_SECTION] = {"n_pages": n, "segments": keyfilter.layout(), "digest": digest.hexdigest()}
+            table = environment.table_handle(self.env, self.dbs, b"fpsfilter", False)
 
         def write(txn: Any) -> None:
-            write_held(txn, self._fps_held, keys, pages)
+            if start < n:
+                write_held(txn, self._fps_held, keys, pages)
+            if keyfilter is not None:
+                doc[FILTER_SECTION]["entries"] = txn.stat(self._fps.db)["entries"]
+                write_chunks(txn, table, parts, FILTER_CHUNK)
             txn.put(b"meta", encode_meta(doc), db=self.dbs[b"meta"])
 
         try:
@@ -204,6 +245,10 @@ class PageRecords:
             doc.pop(HELD_SECTION, None)
             if self._fps_held is not None:
                 txn.drop(self._fps_held, delete=False)
+        if self.meta.get(FILTER_SECTION) is not None:
+            doc.pop(FILTER_SECTION, None)
+            if self.dbs.get(b"fpsfilter") is not None:
+                txn.drop(self.dbs[b"fpsfilter"], delete=False)
 
     def _list_hosts(self) -> None:
         """A database written before pages were listed by host: list them
