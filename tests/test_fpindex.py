@@ -349,6 +349,8 @@ def test_a_closing_writer_stores_its_filter_and_the_next_open_takes_it_back(tmp_
     the close and taken back whole by the next writer, which asks the table
     only for the keys it may hold; the next commit drops it; a damaged one,
     or one stored for a table that has changed since, is filled again."""
+    from frontera_linkrank.cli.check import main as page_db_check
+
     path = tmp_path / "db"
     written_behind(path)
     strangers = fps_of([f"http://elsewhere.test/{i}" for i in range(2000)])
@@ -376,6 +378,7 @@ def test_a_closing_writer_stores_its_filter_and_the_next_open_takes_it_back(tmp_
     with PageDB(path, sync=False, compact=True) as db:  # stored again by that close
         assert db._fps.filter.ready
         check(db)
+    assert page_db_check([str(path), "--no-urls"]) == 0
     env = lmdb.open(str(path), max_dbs=32)
     with env.begin(write=True) as txn:  # one bit of the stored filter flipped
         stored, first = env.open_db(b"fpsfilter", txn=txn), (0).to_bytes(8, "big")
