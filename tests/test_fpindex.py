@@ -318,7 +318,7 @@ def test_the_key_filter_never_loses_a_key_and_lets_few_others_through(tmp_path, 
     from frontera_linkrank.storage import keyfilter
     from frontera_linkrank.storage.keyfilter import KeyFilter
 
-    monkeypatch.setattr(keyfilter, "MIN_CAPACITY", 64)
+    monkeypatch.setattr(keyfilter, "MIN_CAPACITY", 512)
     rng = np.random.default_rng(3)
     keys = np.frombuffer(rng.bytes(20 * 6000), "S20")
     keys = keys[np.unique(keys, return_index=True)[1]]
@@ -327,7 +327,7 @@ def test_the_key_filter_never_loses_a_key_and_lets_few_others_through(tmp_path, 
     table = env.open_db(b"fps")
     with env.begin(write=True) as txn:
         txn.cursor(db=table).putmulti([(bytes(k), b"") for k in sorted(key_list(added[:1500]))])
-    f = KeyFilter(capacity=64)
+    f = KeyFilter(capacity=512)
     f.add(added[1500:1600])  # written before the scan started
     calls = 0
     while not f.ready:

@@ -141,8 +141,9 @@ def test_a_file_not_laid_out_as_the_format_says_gives_no_pages(env_with_table, t
 
 def test_the_open_asks_for_the_pages_of_the_tables_it_reads_whole(tmp_path, monkeypatch):
     """A crawl's database (the scale benchmark's web, closed): the open
-    asks for the checkpoint, its log, the host names and the fingerprints
-    held at the close, every leaf and overflow page of them, nothing else."""
+    asks for the checkpoint, its log, the host names, the fingerprints
+    held at the close and the filter of the fingerprint table's keys, every
+    leaf and overflow page of them, nothing else."""
     done = subprocess.run([sys.executable, SCALE, "--pages", "20001", "--dir", str(tmp_path), "--no-reopen",
                            "--set", "LINKRANK_SYNC=False"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -151,9 +152,10 @@ def test_the_open_asks_for_the_pages_of_the_tables_it_reads_whole(tmp_path, monk
     with PageDB(tmp_path / "db", sync=False, compact=True) as db:
         assert db.n_pages > 20000
         with db.snapshot() as txn:
-            tables = (b"vertices", b"vlog", b"hosts", b"fpsheld", b"fpsmarks")
+            tables = (b"vertices", b"vlog", b"hosts", b"fpsheld", b"fpsmarks", b"fpsfilter")
             stats = {name: txn.stat(db.dbs[name]) for name in tables}
         psize = db.env.stat()["psize"]
     assert {a for _, _, a in asked} == {os.POSIX_FADV_WILLNEED}
     assert sum(n for _, n, _ in asked) == sum(s["leaf_pages"] + s["overflow_pages"] for s in stats.values()) * psize
     assert stats[b"vertices"]["overflow_pages"] and stats[b"hosts"]["leaf_pages"] and stats[b"fpsheld"]["leaf_pages"]
+    assert stats[b"fpsfilter"]["overflow_pages"] and db._fps.filter.ready  # (stored at the crawl's close, taken back)

@@ -23,7 +23,9 @@ The filter grows in segments: the first holds the table's keys at the
 open and half as many again; when the keys added reach the capacity of
 the newest one, a new one as large as all the keys so far is added. At
 ``BITS_PER_KEY`` bits a key of capacity, it takes 1.25 to 2.5 bytes a
-key.
+key. Each full segment lets about 1 in 100 keys through: a filter grown
+from an empty table to 100M keys, in 8 segments, about 7 in 100 (a
+filter filled from the table has one).
 
 Examples
 --------
@@ -45,7 +47,8 @@ from typing import Any
 import numpy as np
 
 BITS_PER_KEY = 10  # bits of a segment per key of its capacity
-HASHES = 7  # bits set per key: about 1% false positives in a full segment
+HASHES = 6  # bits set per key, in one 64-byte block: about 1% false positives in a full segment
+KIND = "blocked512"  # how keys map to bits: a filter stored by another mapping is not taken back
 SCAN = 1 << 15  # keys of the table read per lookup while the filter is filled
 MIN_CAPACITY = 1 << 20
 
@@ -71,39 +74,49 @@ def _hashes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     raw = np.ascontiguousarray(keys).view(np.uint8).reshape(-1, 20)
     words = np.ascontiguousarray(raw[:, :16]).view("<u8")
     tail = np.ascontiguousarray(raw[:, 16:]).view("<u4").ravel().astype(np.uint64)
-    return _mix(words[:, 0] ^ (tail << np.uint64(32))), _mix(words[:, 1] ^ tail) | np.uint64(1)
+    return _mix(words[:, 0] ^ (tail << np.uint64(32))), _mix(words[:, 1] ^ tail)
+
+
+def words_for(capacity: int) -> int:
+    """64-bit words of a segment of ``capacity`` keys: whole blocks of 8."""
+    return 8 * max(1, -(-int(capacity) * BITS_PER_KEY // 512))
 
 
 class _Segment:
+    """Bits blocked by cache line: a key sets :data:`HASHES` bits among the
+    8 words of one 64-byte block (one memory access a key; M. Putze,
+    P. Sanders, J. Singler, "Cache-, hash- and space-efficient Bloom
+    filters", WEA 2007)."""
+
     def __init__(self, capacity: int) -> None:
-        words = max(1, -(-int(capacity) * BITS_PER_KEY // 64))
-        self.words = np.zeros(words, np.uint64)
-        self.bits = np.uint64(64 * words)
+        self.words = np.zeros(words_for(capacity), np.uint64)
         self.capacity = capacity
         self.count = 0
 
-    def positions(self, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
-        steps = np.arange(HASHES, dtype=np.uint64)
-        return (h1[:, None] + steps[None, :] * h2[:, None]) % self.bits  # (the sums wrap at 2**64)
+    def _where(self, h1: np.ndarray, h2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The word and the bit of each of the keys' bits (one row a key)."""
+        base = (h1 % np.uint64(len(self.words) // 8)) * np.uint64(8)
+        g = h2[:, None] >> (np.arange(HASHES, dtype=np.uint64) * np.uint64(9))[None, :]
+        return base[:, None] + (g & np.uint64(7)), np.uint64(1) << ((g >> np.uint64(3)) & np.uint64(63))
 
     def add(self, h1: np.ndarray, h2: np.ndarray) -> None:
-        pos = self.positions(h1, h2).ravel()
-        word, bit = pos >> np.uint64(6), np.uint64(1) << (pos & np.uint64(63))
-        while len(word):  # of positions in one word, a fancy assignment keeps one: the rest go again
-            self.words[word] |= bit
-            missing = (self.words[word] & bit) == 0
-            word, bit = word[missing], bit[missing]
+        word, bit = (a.ravel() for a in self._where(h1, h2))
+        order = np.argsort(word, kind="stable")  # the bits of one word OR-ed together, then set at once
+        word, bit = word[order], bit[order]
+        first = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1]))) if len(word) else word
+        if len(first):
+            self.words[word[first]] |= np.bitwise_or.reduceat(bit, first)
         self.count += len(h1)
 
     def holds(self, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
-        pos = self.positions(h1, h2)
-        return ((self.words[pos >> np.uint64(6)] >> (pos & np.uint64(63))) & np.uint64(1)).all(axis=1)
+        word, bit = self._where(h1, h2)
+        return ((self.words[word] & bit) != 0).all(axis=1)
 
     def holds_one(self, h1: int, h2: int) -> bool:
-        bits, words = int(self.bits), self.words
+        base = (h1 % (len(self.words) // 8)) * 8
         for i in range(HASHES):
-            p = ((h1 + i * h2) & _M64) % bits
-            if not (int(words[p >> 6]) >> (p & 63)) & 1:
+            g = h2 >> (9 * i)
+            if not int(self.words[base + (g & 7)]) >> ((g >> 3) & 63) & 1:
                 return False
         return True
 
@@ -154,7 +167,7 @@ class KeyFilter:
         """:meth:`absent` for one 20-byte key, without arrays."""
         tail = int.from_bytes(key[16:20], "little")
         h1 = _mix_one(int.from_bytes(key[0:8], "little") ^ (tail << 32))
-        h2 = _mix_one(int.from_bytes(key[8:16], "little") ^ tail) | 1
+        h2 = _mix_one(int.from_bytes(key[8:16], "little") ^ tail)
         return not any(seg.holds_one(h1, h2) for seg in self._segments)
 
     def maybe(self, keys: np.ndarray, snapshot: Callable[[], Any], db: Any) -> np.ndarray:
@@ -209,7 +222,7 @@ class KeyFilter:
         size = 0
         for seg in layout:
             if (not isinstance(seg, list) or len(seg) != 3 or not all(type(x) is int for x in seg)
-                    or not 0 <= seg[1] <= seg[0] or seg[2] != max(1, -(-seg[0] * BITS_PER_KEY // 64))):
+                    or not 0 <= seg[1] <= seg[0] or seg[2] != words_for(seg[0])):
                 raise ValueError(f"segment {seg!r} does not fit its capacity")
             size += 8 * seg[2]
         return size
@@ -224,7 +237,7 @@ class KeyFilter:
         f._segments, at = [], 0
         for capacity, count, n in layout:
             seg = _Segment(1)
-            seg.words, seg.bits, seg.capacity, seg.count = words[at : at + n], np.uint64(64 * n), capacity, count
+            seg.words, seg.capacity, seg.count = words[at : at + n], capacity, count
             f._segments.append(seg)
             at += n
         f.count, f._scan_from = sum(seg.count for seg in f._segments), None

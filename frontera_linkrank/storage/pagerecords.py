@@ -29,7 +29,7 @@ from .coldrecords import ColdRecords, CompactTable
 from .environment import begin_read
 from .errors import LMDB_DAMAGE, CorruptDatabase, PageDBError, WriteError
 from .fptables import read_chunks, read_held, write_chunks, write_held
-from .keyfilter import KeyFilter
+from .keyfilter import KIND, KeyFilter
 from .keys import key_list, page_key, page_keys
 from .meta import SCHEMA_VERSION
 from .meta import decode as decode_meta
@@ -164,7 +164,8 @@ class PageRecords:
         metadata, the table has as many keys as then and the bits are
         whole; else the filter is filled from the table as lookups come."""
         saved = self.meta.get(FILTER_SECTION)
-        if self._fps.filter is None or not isinstance(saved, dict) or saved.get("n_pages") != n:
+        if (self._fps.filter is None or not isinstance(saved, dict) or saved.get("n_pages") != n
+                or saved.get("kind") != KIND):
             return
         table = environment.table_handle(self.env, self.dbs, b"fpsfilter", False)  # (a writer: created if new)
         try:
@@ -220,7 +221,8 @@ class PageRecords:
             digest = hashlib.blake2b(digest_size=16)
             for part in parts:
                 digest.update(part)
-            doc[FILTER_SECTION] = {"n_pages": n, "segments": keyfilter.layout(), "digest": digest.hexdigest()}
+            doc[FILTER_SECTION] = {"n_pages": n, "kind": KIND, "segments": keyfilter.layout(),
+                                   "digest": digest.hexdigest()}
             table = environment.table_handle(self.env, self.dbs, b"fpsfilter", False)
 
         def write(txn: Any) -> None:
