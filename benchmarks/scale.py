@@ -124,6 +124,7 @@ class Crawl:
         self.core_s = 0.0
         self.max_depth = 0
         self.peak_anon = 0  # RssAnon sampled after every next_requests (the kernel keeps no peak of it)
+        self.fp_lookups = 0  # fingerprints this process looked up in the LMDB table, to the last checkpoint
         self.start = {**memory(), "wall": time.perf_counter(), "core": 0.0, "known": 0, "crawled": 0}
         self.saved = saved or (lambda rows: None)  # called with the rows at every checkpoint
 
@@ -200,7 +201,9 @@ class Crawl:
         if self.core is not None:
             stats = self.core.stats()
             row.update(known=int(stats["pages"]), predicted_known=self.known(), hosts=int(stats["hosts"]),
-                       rankings=int(stats.get("rankings", 0)), disk=disk_bytes(self.path))
+                       rankings=int(stats.get("rankings", 0)), disk=disk_bytes(self.path),
+                       fp_lookups=self.core.db._fps.lookups - self.fp_lookups)  # asked of the LMDB table since
+            self.fp_lookups += row["fp_lookups"]
         prev = self.rows[-1] if self.rows else self.start
         derive(row, prev, timed=self.core is not None)
         self.rows.append(row)

@@ -132,6 +132,10 @@ def print_report(result: dict) -> None:
               f"{mismatch[0]['predicted_known']:,} (1 + 5 x crawled)")
     if last.get("max_depth"):
         print(f"deepest page crawled: depth {last['max_depth']}; rankings installed: {last['rankings']}")
+    if "fp_lookups" in last:  # (the first checkpoint after a resume counts them from the reopening)
+        added = last["known"] - (rows[-2]["known"] if len(rows) > 1 else 0)
+        print(f"fingerprints looked up in the LMDB table over the last segment: {last['fp_lookups']:,} "
+              f"({last['fp_lookups'] / max(added, 1):.2f} per page added)")
     if "close_s" in result:
         print(f"close (apply, final ranking, commit): {result['close_s']:.1f} s")
     if "stop_s" in result:
