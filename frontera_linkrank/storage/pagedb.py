@@ -155,8 +155,8 @@ class PageDB(FeatureTables, PageRecords):
         self._hosts = HostTable(dbs[b"hosts"])
         handle = environment.table_handle
         self._host_pages = HostPages(handle(self.env, dbs, b"hostpages", self.readonly))
-        self._pages, fps, marks, self._fps_held = (handle(self.env, dbs, t, self.readonly)
-                                                   for t in (b"pages", b"fps", b"fpsmarks", b"fpsheld"))
+        self._pages, fps, marks, self._fps_held, self._fps_filter = (
+            handle(self.env, dbs, t, self.readonly) for t in (b"pages", b"fps", b"fpsmarks", b"fpsheld", b"fpsfilter"))
         self._fps = FingerprintIndex(fps, self.snapshot, marks, filtered=self.compact)
         self.cold: ColdRecords | TableColdRecords = (
             ColdRecords(self._pages, self.snapshot) if self.compact else TableColdRecords(self.vertices, self.touch)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..numeric import unique
-from . import environment, readahead
+from . import readahead
 from .coldrecords import ColdRecords, CompactTable
 from .environment import begin_read
 from .errors import LMDB_DAMAGE, CorruptDatabase, PageDBError, WriteError
@@ -74,6 +74,7 @@ class PageRecords:
     path: str
     _fps: Any
     _fps_held: Any  # the fpsheld table, or None (a read-only database without it)
+    _fps_filter: Any  # the fpsfilter table, or None (the same)
     _checked: bool
     write_scores: Any  # PageDB's
     read_scores: Any  # PageDB's
@@ -164,16 +165,15 @@ class PageRecords:
         metadata, the table has as many keys as then and the bits are
         whole; else the filter is filled from the table as lookups come."""
         saved = self.meta.get(FILTER_SECTION)
-        if (self._fps.filter is None or not isinstance(saved, dict) or saved.get("n_pages") != n
-                or saved.get("kind") != KIND):
+        if (self._fps.filter is None or self._fps_filter is None or not isinstance(saved, dict)
+                or saved.get("n_pages") != n or saved.get("kind") != KIND):
             return
-        table = environment.table_handle(self.env, self.dbs, b"fpsfilter", False)  # (a writer: created if new)
         try:
             with begin_read(self.env, buffers=True) as txn:
                 if txn.stat(self._fps.db)["entries"] != saved.get("entries"):
                     raise ValueError("the fingerprint table has changed since")
                 readahead.prefetch(self.env, txn, self.path, b"fpsfilter")
-                raw = read_chunks(txn, table, KeyFilter.size_of(saved.get("segments")), "fingerprint filter")
+                raw = read_chunks(txn, self._fps_filter, KeyFilter.size_of(saved.get("segments")), "fingerprint filter")
             if hashlib.blake2b(raw, digest_size=16).hexdigest() != saved.get("digest"):
                 raise ValueError("its checksum does not match")
             self._fps.filter = KeyFilter.restore(saved["segments"], raw)
@@ -223,14 +223,13 @@ class PageRecords:
                 digest.update(part)
             doc[FILTER_SECTION] = {"n_pages": n, "kind": KIND, "segments": keyfilter.layout(),
                                    "digest": digest.hexdigest()}
-            table = environment.table_handle(self.env, self.dbs, b"fpsfilter", False)
 
         def write(txn: Any) -> None:
             if start < n:
                 write_held(txn, self._fps_held, keys, pages)
             if keyfilter is not None:
                 doc[FILTER_SECTION]["entries"] = txn.stat(self._fps.db)["entries"]
-                write_chunks(txn, table, parts, FILTER_CHUNK)
+                write_chunks(txn, self._fps_filter, parts, FILTER_CHUNK)
             txn.put(b"meta", encode_meta(doc), db=self.dbs[b"meta"])
 
         try:
@@ -249,8 +248,8 @@ class PageRecords:
                 txn.drop(self._fps_held, delete=False)
         if self.meta.get(FILTER_SECTION) is not None:
             doc.pop(FILTER_SECTION, None)
-            if self.dbs.get(b"fpsfilter") is not None:
-                txn.drop(self.dbs[b"fpsfilter"], delete=False)
+            if self._fps_filter is not None:
+                txn.drop(self._fps_filter, delete=False)
 
     def _list_hosts(self) -> None:
         """A database written before pages were listed by host: list them
