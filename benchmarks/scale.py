@@ -236,7 +236,9 @@ def reopen_child(path: str, overrides: list[str], batch: int) -> None:
                       "known": known, **mem}))
 
 
-def after_crawl(path: str, overrides: list[str], batch: int, check: bool) -> dict:
+def after_crawl(path: str, overrides: list[str], batch: int, check: bool, saved=lambda out: None) -> dict:
+    """Reopen in a new process, then check; ``saved`` gets the figures
+    after the reopening (a check of a large database takes long)."""
     out: dict = {}
     t = time.perf_counter()
     done = subprocess.run([sys.executable, os.path.abspath(__file__), "--reopen", path, "--batch", str(batch),
@@ -245,6 +247,7 @@ def after_crawl(path: str, overrides: list[str], batch: int, check: bool) -> dic
     if done.returncode:
         raise RuntimeError(f"reopening failed: {done.stderr.strip()[-2000:]}")
     out["reopen"] = json.loads(done.stdout.strip().splitlines()[-1])
+    saved(out)
     if check:
         t = time.perf_counter()
         done = subprocess.run([os.path.join(BIN, "page_db_check"), path], capture_output=True, text=True)
@@ -268,6 +271,10 @@ def run_core(args, points: list[int]) -> dict:
         if args.json:
             write_json(args.json, {**result, "checkpoints": earlier + rows})
 
+    def saved_after(out: dict) -> None:
+        if args.json:
+            write_json(args.json, {**result, **out})
+
     try:
         before = memory()
         t = time.perf_counter()
@@ -286,9 +293,10 @@ def run_core(args, points: list[int]) -> dict:
         core.close()
         result["close_s"] = time.perf_counter() - t
         result["checkpoints"] = earlier + crawl.rows
+        saved_after({})
         if args.no_reopen:
             return result
-        result.update(after_crawl(path, args.set, args.batch, not args.no_check))
+        result.update(after_crawl(path, args.set, args.batch, not args.no_check, saved_after))
     finally:
         if not args.keep and not args.dir:
             shutil.rmtree(work, ignore_errors=True)
