@@ -186,7 +186,7 @@ def test_politeness_spreads_over_hosts(tmp_path):
     frontier hands out pages of other hosts meanwhile, so all 8 hosts are
     fetched at once (a frontier that fills the downloader with one host's
     pages keeps 4-6 busy)."""
-    hold = 1.0
+    hold = 2.0  # seconds a page takes to answer: room for a loaded machine to send the other hosts' fetches
     settings = {
         "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
         "DOWNLOAD_DELAY": 0.2,
