@@ -202,7 +202,7 @@ class Crawl:
             stats = self.core.stats()
             row.update(known=int(stats["pages"]), predicted_known=self.known(), hosts=int(stats["hosts"]),
                        rankings=int(stats.get("rankings", 0)), disk=disk_bytes(self.path),
-                       fp_lookups=self.core.db._fps.lookups - self.fp_lookups)  # asked of the LMDB table since
+                       fp_lookups=self.core.db.fingerprint_lookups - self.fp_lookups)  # asked of the LMDB table since
             self.fp_lookups += row["fp_lookups"]
         prev = self.rows[-1] if self.rows else self.start
         derive(row, prev, timed=self.core is not None)

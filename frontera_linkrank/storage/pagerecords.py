@@ -289,6 +289,13 @@ class PageRecords:
         get = self.fp_index.get
         return [get(fp) for fp in fps]
 
+    @property
+    def fingerprint_lookups(self) -> int:
+        """Fingerprints this process has looked up in the LMDB table: those
+        that neither memory (new and held pages, the cache) nor the filter
+        could answer."""
+        return self._fps.lookups
+
     def rekey(self, i: int, key: bytes) -> None:
         """Give page ``i`` the 20-byte fingerprint ``key`` (a repair, by a
         tool): its record and the ``fps`` table change at the next commit.
