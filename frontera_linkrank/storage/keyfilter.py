@@ -88,10 +88,10 @@ class _Segment:
     P. Sanders, J. Singler, "Cache-, hash- and space-efficient Bloom
     filters", WEA 2007)."""
 
-    def __init__(self, capacity: int) -> None:
-        self.words = np.zeros(words_for(capacity), np.uint64)
+    def __init__(self, capacity: int, words: np.ndarray | None = None, count: int = 0) -> None:
+        self.words = np.zeros(words_for(capacity), np.uint64) if words is None else words
         self.capacity = capacity
-        self.count = 0
+        self.count = count
 
     def _where(self, h1: np.ndarray, h2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The word and the bit of each of the keys' bits (one row a key)."""
@@ -236,9 +236,7 @@ class KeyFilter:
         f = cls(capacity=1)
         f._segments, at = [], 0
         for capacity, count, n in layout:
-            seg = _Segment(1)
-            seg.words, seg.capacity, seg.count = words[at : at + n], capacity, count
-            f._segments.append(seg)
+            f._segments.append(_Segment(capacity, words[at : at + n], count))
             at += n
         f.count, f._scan_from = sum(seg.count for seg in f._segments), None
         return f
