@@ -259,12 +259,13 @@ def after_crawl(path: str, overrides: list[str], batch: int, check: bool, saved=
 
 
 # -- the run ----------------------------------------------------------------------------------------------
-def run_core(args, points: list[int]) -> dict:
+def run_core(args, points: list[int], header: str) -> dict:
     from frontera_linkrank.core.frontier_core import FrontierCore
 
     work = args.dir or tempfile.mkdtemp(prefix="lr-scale-")
     path = os.path.join(work, "db")
-    result: dict = {"mode": "core", "settings": args.set, "batch": args.batch, "host_block": args.host_block}
+    result: dict = {"header": header, "mode": "core", "settings": args.set, "batch": args.batch,
+                    "host_block": args.host_block}
     earlier = earlier_rows(args, path)
 
     def saved(rows: list[dict]) -> None:
@@ -375,7 +376,7 @@ def main(argv=None):
     elif args.generator_only:
         result = run_generator(args, points)
     else:
-        result = run_core(args, points)
+        result = run_core(args, points, header)
     result["header"] = header
     from scale_report import print_report
 
