@@ -14,7 +14,9 @@ At each checkpoint (1, 2, 5, 10, 20, 50, 100M known pages up to
 segment, the process's memory (peak, now, anonymous and file-backed:
 LMDB's memory map appears in RSS as file pages the kernel may drop),
 memory per known page and per page added since the last checkpoint
-(marginal), bytes on disk per known page, and hosts. Then it closes the
+(marginal), the same for the anonymous memory held between rankings (the
+last sample taken while no background ranking ran, which leaves out a
+ranking's transient arrays), bytes on disk per known page, and hosts. Then it closes the
 frontier, reopens it in a new process (time to the first batch of
 requests) and times ``page_db_check`` on the database. Ctrl-C ends the
 crawl early; what was measured is reported.
@@ -124,6 +126,7 @@ class Crawl:
         self.core_s = 0.0
         self.max_depth = 0
         self.peak_anon = 0  # RssAnon sampled after every next_requests (the kernel keeps no peak of it)
+        self.held: dict | None = None  # the last sample taken while no ranking ran: what the frontier holds
         self.fp_lookups = 0  # fingerprints this process looked up in the LMDB table, to the last checkpoint
         self.start = {**memory(), "wall": time.perf_counter(), "core": 0.0, "known": 0, "crawled": 0}
         self.saved = saved or (lambda rows: None)  # called with the rows at every checkpoint
@@ -161,7 +164,10 @@ class Crawl:
         with StopOnInterrupt() as interrupted:
             while self.points and not interrupted():
                 requests = self.timed_take()
-                self.peak_anon = max(self.peak_anon, memory()["anon"])
+                anon = memory()["anon"]
+                self.peak_anon = max(self.peak_anon, anon)
+                if self.core is not None and not self.core.ranking.running:
+                    self.held = {"held_anon": anon, "held_known": self.known()}
                 while self.points and self.known() >= self.points[0]:
                     self.checkpoint(self.points.pop(0))
                 if not requests or not self.points:
@@ -197,7 +203,7 @@ class Crawl:
         mem = memory()
         row = {"checkpoint": point, "crawled": self.crawled, "known": self.known(),
                "wall": time.perf_counter(), "core": self.core_s, "max_depth": self.max_depth, **mem,
-               "peak_anon": max(self.peak_anon, mem["anon"])}
+               "peak_anon": max(self.peak_anon, mem["anon"]), **(self.held or {})}
         if self.core is not None:
             stats = self.core.stats()
             row.update(known=int(stats["pages"]), predicted_known=self.known(), hosts=int(stats["hosts"]),

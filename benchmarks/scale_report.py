@@ -51,6 +51,10 @@ def derive(row: dict, prev: dict, timed: bool = True) -> None:
     row["marginal_file"] = (row["file"] - prev["file"]) / max(added, 1)
     if row.get("disk") is not None:
         row["disk_per_page"] = row["disk"] / n
+    if "held_anon" in row:  # the memory held between rankings, against the last such sample before
+        held_added = row["held_known"] - prev.get("held_known", prev["known"])
+        row["held_per_page"] = row["held_anon"] / row["held_known"]
+        row["marginal_held"] = (row["held_anon"] - prev.get("held_anon", prev["anon"])) / max(held_added, 1)
 
 
 def progress_line(r: dict) -> str:
@@ -58,10 +62,12 @@ def progress_line(r: dict) -> str:
     disk = f", disk {r['disk_per_page']:.0f} B/page" if "disk_per_page" in r else ""
     hosts = f", {r['hosts']:,} hosts" if "hosts" in r else ""
     deepest = f", depth {r['max_depth']}" if r.get("max_depth") else ""
+    held = (f", held between rankings {r['held_per_page']:.0f} B/page (marginal {r['marginal_held']:.0f})"
+            if "marginal_held" in r else "")
     return (f"{r['known']:>12,} known, {r['crawled']:>11,} crawled: {rate}, RSS {r['rss'] / MiB:,.0f} MiB "
             f"(anon {r['anon'] / MiB:,.0f}, file {r['file'] / MiB:,.0f}, peak {r['peak'] / MiB:,.0f}), "
             f"{r['rss_per_page']:.0f} B/page, marginal {r['marginal_rss']:.0f} B/page "
-            f"(anon {r['marginal_anon']:.0f}){disk}{hosts}{deepest}")
+            f"(anon {r['marginal_anon']:.0f}){held}{disk}{hosts}{deepest}")
 
 
 def _columns(rows: list[dict], mode: str) -> list[tuple[str, object]]:
@@ -89,6 +95,9 @@ def _columns(rows: list[dict], mode: str) -> list[tuple[str, object]]:
         ("marginal RSS B/page", lambda r: f"{r['marginal_rss']:.0f}"),
         ("marginal anon B/page", lambda r: f"{r['marginal_anon']:.0f}"),
     ]
+    if mode == "core":
+        cols += [("held anon B/page", lambda r: f"{r['held_per_page']:.0f}" if "held_per_page" in r else "-"),
+                 ("marginal held B/page", lambda r: f"{r['marginal_held']:.0f}" if "marginal_held" in r else "-")]
     if mode != "generator":
         cols.append(("disk B/page", lambda r: f"{r['disk_per_page']:.0f}" if "disk_per_page" in r else "-"))
     return cols

@@ -75,6 +75,11 @@ class RankingSchedule:
         # policy) ranks at once; otherwise after the configured interval.
         self.mark = (-1 if crawled and self.ranks.n == 0 else crawled, now)
 
+    @property
+    def running(self) -> bool:
+        """A background ranking is running (its links and vectors are in memory)."""
+        return self.ranker is not None and self.ranker.running
+
     def _due(self, crawled: int, now: float) -> bool:
         s = self.settings
         last_crawled, last_time = self.mark

@@ -78,6 +78,11 @@ COLD_FIELDS = tuple(f for f in FIELDS if f[0] not in HOT_NAMES)
 HOT_RECORD = np.dtype([(name, dt) for name, dt, _ in HOT_FIELDS])
 COLD_RECORD = np.dtype([(name, dt) for name, dt, _ in COLD_FIELDS])
 COLD_NAMES = tuple(name for name, _, _ in COLD_FIELDS)
+# Fields that stay zero for most pages (a hint comes only with a link the
+# spider scored): their arrays come zeroed from the allocator and only
+# their non-zero entries are written, so the kernel backs with memory only
+# the parts that hold a value; a crawl without hints holds none for them.
+ZERO_BACKED = frozenset({"hint"})
 
 
 def default_records(k: int, dtype: np.dtype = RECORD) -> np.ndarray:
@@ -120,9 +125,16 @@ class VertexTable:
 
     def _grow(self, capacity: int) -> None:
         for name, dt, _ in self.fields:
-            new = np.empty(capacity, dt)
-            if self._cap:
-                new[: self.n] = getattr(self, name)[: self.n]
+            if name in ZERO_BACKED:  # zeroed beyond ``n`` (:meth:`append` relies on it)
+                new = np.zeros(capacity, dt)
+                if self._cap:
+                    old = getattr(self, name)[: self.n]
+                    held = np.flatnonzero(old)
+                    new[held] = old[held]
+            else:
+                new = np.empty(capacity, dt)
+                if self._cap:
+                    new[: self.n] = getattr(self, name)[: self.n]
             setattr(self, name, new)
         self._cap = capacity
 
@@ -133,7 +145,8 @@ class VertexTable:
         if end > self._cap:
             self._grow(max(end, 2 * self._cap))
         for name, _, default in self.fields:
-            getattr(self, name)[start:end] = default
+            if name not in ZERO_BACKED:
+                getattr(self, name)[start:end] = default
         self.n = end
         return start
 
@@ -150,12 +163,24 @@ class VertexTable:
         """Store packed records at ``idx`` (slice or index array of existing
         pages): the fields both have."""
         for name in recs.dtype.names or ():
-            if name in self.names:
+            if name in ZERO_BACKED and name in self.names:
+                _load_sparse(getattr(self, name), recs[name], idx)
+            elif name in self.names:
                 getattr(self, name)[idx] = recs[name]
 
     def fingerprints(self) -> list[bytes]:
         """The fingerprints of all pages as a list of 20-byte strings."""
         return key_list(self.fp[: self.n])
+
+
+def _load_sparse(a: np.ndarray, values: np.ndarray, idx: Any) -> None:
+    """``a[idx] = values``, writing only the entries that are or become non-zero."""
+    write = np.flatnonzero((values != 0) | (a[idx] != 0))
+    if isinstance(idx, slice):
+        start, _, step = idx.indices(len(a))
+        a[start + write * step] = values[write]
+    else:
+        a[np.asarray(idx)[write]] = values[write]
 
 
 def check_records(table: VertexTable, n_hosts: int, path: str) -> None:
