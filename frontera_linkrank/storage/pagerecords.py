@@ -7,7 +7,7 @@ fingerprint index, the hosts' page lists, and the upgrade of schema 2.
 and metadata through it.
 
 Opened ``compact`` (a crawl), only the pages' hot fields are in memory
-(:attr:`PageDB.vertices`, 28 bytes a page); the cold ones are read and
+(:attr:`PageDB.vertices`, 24 to 28 bytes a page); the cold ones are read and
 written through :attr:`PageDB.cold` for the pages of the batch at hand,
 and fingerprints are looked up in the ``fps`` table. Otherwise (tools)
 every field of every page is loaded into :attr:`PageDB.vertices`, and
