@@ -16,9 +16,9 @@ LMDB's memory map appears in RSS as file pages the kernel may drop),
 memory per known page and per page added since the last checkpoint
 (marginal), the same for the anonymous memory held between rankings (the
 last sample taken while no background ranking ran, which leaves out a
-ranking's transient arrays), bytes on disk per known page, and hosts. Then it closes the
-frontier, reopens it in a new process (time to the first batch of
-requests) and times ``page_db_check`` on the database. Ctrl-C ends the
+ranking's transient arrays), bytes on disk per known page, and hosts.
+Then it closes the frontier, reopens it in a new process (time to the
+first batch of requests) and times ``page_db_check`` on the database. Ctrl-C ends the
 crawl early; what was measured is reported.
 
 ``--resume`` continues the crawl of ``--dir DIR`` (closed, or killed) up

@@ -9,11 +9,11 @@ The fields fall in two parts. The *hot* ones (:data:`HOT_FIELDS`: state,
 flags, depth, host, cash, stamp, hint) are what scheduling reads for any
 page at any time; a crawl holds them in memory for every page (24 bytes a
 page, and 4 for its hint, which takes memory only where pages have hints:
-:data:`ZERO_BACKED`). The *cold* ones (:data:`COLD_FIELDS`: fingerprint, parent, crawl
-history, AOPIC history...) change only when the page itself is fetched,
-handed out or fails; a crawl keeps them in the page database and reads
-them for the pages of the batch at hand (:mod:`.coldrecords`). Tools load
-both into one table.
+:data:`ZERO_BACKED`). The *cold* ones (:data:`COLD_FIELDS`: fingerprint,
+parent, crawl history, AOPIC history...) change only when the page itself
+is fetched, handed out or fails; a crawl keeps them in the page database
+and reads them for the pages of the batch at hand (:mod:`.coldrecords`).
+Tools load both into one table.
 """
 
 import math
