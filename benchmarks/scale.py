@@ -18,8 +18,8 @@ memory per known page and per page added since the last checkpoint
 last sample taken while no background ranking ran, which leaves out a
 ranking's transient arrays), bytes on disk per known page, and hosts.
 Then it closes the frontier, reopens it in a new process (time to the
-first batch of requests) and times ``page_db_check`` on the database. Ctrl-C ends the
-crawl early; what was measured is reported.
+first batch of requests) and times ``page_db_check`` on the database.
+Ctrl-C ends the crawl early; what was measured is reported.
 
 ``--resume`` continues the crawl of ``--dir DIR`` (closed, or killed) up
 to ``--pages``: the web holds no state, so the crawl goes on where the page

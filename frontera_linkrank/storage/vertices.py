@@ -164,9 +164,11 @@ class VertexTable:
         """Store packed records at ``idx`` (slice or index array of existing
         pages): the fields both have."""
         for name in recs.dtype.names or ():
-            if name in ZERO_BACKED and name in self.names:
+            if name not in self.names:
+                continue
+            if name in ZERO_BACKED:
                 _load_sparse(getattr(self, name), recs[name], idx)
-            elif name in self.names:
+            else:
                 getattr(self, name)[idx] = recs[name]
 
     def fingerprints(self) -> list[bytes]:
