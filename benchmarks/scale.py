@@ -48,6 +48,7 @@ checkpoint's, measured in the same run.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -267,6 +268,7 @@ def after_crawl(path: str, overrides: list[str], batch: int, check: bool, saved=
 # -- the run ----------------------------------------------------------------------------------------------
 def run_core(args, points: list[int], header: str) -> dict:
     from frontera_linkrank.core.frontier_core import FrontierCore
+    from frontera_linkrank.numeric import release_free_memory
 
     work = args.dir or tempfile.mkdtemp(prefix="lr-scale-")
     path = os.path.join(work, "db")
@@ -300,6 +302,12 @@ def run_core(args, points: list[int], header: str) -> dict:
         core.close()
         result["close_s"] = time.perf_counter() - t
         result["checkpoints"] = earlier + crawl.rows
+        # The reopening and the check run beside this process: it lets the closed frontier's memory go first
+        # (a check of 100M pages needs about 17 GB).
+        del crawl, core
+        gc.collect()
+        release_free_memory()
+        result["after_close"] = {k: memory()[k] for k in ("rss", "anon")}
         saved_after({})
         if args.no_reopen:
             return result

@@ -147,6 +147,9 @@ def print_report(result: dict) -> None:
               f"({last['fp_lookups'] / max(added, 1):.2f} per page added)")
     if "close_s" in result:
         print(f"close (apply, final ranking, commit): {result['close_s']:.1f} s")
+    if "after_close" in result:
+        print(f"this process after the close, while the reopening and the check run: "
+              f"anon {result['after_close']['anon'] / MiB:,.0f} MiB")
     if "stop_s" in result:
         print(f"serve-frontier stopped (SIGTERM: commit, final ranking) in {result['stop_s']:.1f} s")
     ro = result.get("reopen")
