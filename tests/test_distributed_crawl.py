@@ -300,6 +300,11 @@ def kill_spider(sid, restart_after=None):
         if restart_after is not None:
             time.sleep(restart_after)
             ctx["start_spider"](sid)
+            # The next event may stop the broker: the new spider connects first, as one a user starts while the
+            # broker is up (a spider started while it is down fails at once with one line, by design).
+            new = ctx["spiders"][sid]
+            wait_until(lambda: (heartbeats(ctx["redis"].url).get(sid) or {}).get("pid") == new.pid, [new],
+                       time.monotonic() + 120, f"the restarted spider {sid} did not connect to the broker")
     return action
 
 
