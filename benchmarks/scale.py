@@ -302,8 +302,8 @@ def run_core(args, points: list[int], header: str) -> dict:
         core.close()
         result["close_s"] = time.perf_counter() - t
         result["checkpoints"] = earlier + crawl.rows
-        # The reopening and the check run beside this process: it lets the closed frontier's memory go first
-        # (a check of 100M pages needs about 17 GB).
+        # The reopening and the check run beside this process: the closed frontier's memory is let go first,
+        # since a check holds every page's fields.
         del crawl, core
         gc.collect()
         release_free_memory()

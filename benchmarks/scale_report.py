@@ -148,8 +148,7 @@ def print_report(result: dict) -> None:
     if "close_s" in result:
         print(f"close (apply, final ranking, commit): {result['close_s']:.1f} s")
     if "after_close" in result:
-        print(f"this process after the close, while the reopening and the check run: "
-              f"anon {result['after_close']['anon'] / MiB:,.0f} MiB")
+        print(f"this process after the close: anon {result['after_close']['anon'] / MiB:,.0f} MiB")
     if "stop_s" in result:
         print(f"serve-frontier stopped (SIGTERM: commit, final ranking) in {result['stop_s']:.1f} s")
     ro = result.get("reopen")
