@@ -307,7 +307,8 @@ def run_core(args, points: list[int], header: str) -> dict:
         del crawl, core
         gc.collect()
         release_free_memory()
-        result["after_close"] = {k: memory()[k] for k in ("rss", "anon")}
+        mem = memory()
+        result["after_close"] = {k: mem[k] for k in ("rss", "anon")}
         saved_after({})
         if args.no_reopen:
             return result
